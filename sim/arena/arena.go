@@ -1,0 +1,286 @@
+// Package arena is storesim's simulated memory: region arenas whose every
+// read and write by a driver is observed, with per-slot ownership and
+// poisoning on release.
+//
+// An [Arena] implements drivers.Memory. The lender (the owner of the memory)
+// moves each slot between three states: at the lender (never lent, or
+// released), lent to an attempt, and retained (an UNPROVABLE call may still
+// touch it, so it is never reused). Any touch of a slot at the lender, or of
+// an arena that is not registered, is an S-NO-LATE-ACCESS violation; a touch
+// that crosses a slot boundary or leaves the slot area is a D-SUB-6
+// violation. Both are recorded at the exact touch, with the call, row and
+// virtual time. Every touch is also logged (or handed to a hook) so the
+// memory oracle in package model can check the rules that need to know the
+// calls: D-ACCESS-END, row-to-slot and "MISS leaves the slot untouched".
+//
+// Released slots are filled with [Poison] so a late read returns garbage
+// that a checker recognises.
+//
+// The arena is safe for concurrent use: real drivers touch it from their own
+// goroutines in the harness's real-time mode.
+package arena
+
+import (
+	"fmt"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/sim"
+)
+
+// Poison is the byte released slots are filled with.
+const Poison = 0xDB
+
+// SlotState is who owns a slot.
+type SlotState uint8
+
+const (
+	// AtLender: not lent (never, or released); no driver may touch it.
+	AtLender SlotState = iota
+	// Lent: lent to an attempt; its calls may touch it.
+	Lent
+	// Retained: an UNPROVABLE call may still touch it; never reused.
+	Retained
+)
+
+func (s SlotState) String() string {
+	return [...]string{"at-lender", "lent", "retained"}[s]
+}
+
+// Op is a kind of touch.
+type Op uint8
+
+const (
+	Read Op = iota + 1
+	Write
+)
+
+func (o Op) String() string {
+	if o == Read {
+		return "read"
+	}
+	return "write"
+}
+
+// Touch is one access to arena memory.
+type Touch struct {
+	At         time.Duration
+	Region     string
+	Op         Op
+	Off, N     int
+	By         drivers.Toucher
+	Slot       int // -1 when the access is not inside one slot
+	State      SlotState
+	Owner      uint64 // the attempt the slot was lent to (when Lent)
+	Registered bool
+}
+
+func (t Touch) String() string {
+	return fmt.Sprintf("%v %s %s [%d,+%d) slot %d (%s) by call %d row %d",
+		t.At, t.Region, t.Op, t.Off, t.N, t.Slot, t.State, t.By.Call, t.By.Row)
+}
+
+// Violation is a rule broken at a touch.
+type Violation struct {
+	Rule   string // S-NO-LATE-ACCESS or D-SUB-6
+	Touch  Touch
+	Detail string
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("%s: %s: %s", v.Rule, v.Detail, v.Touch)
+}
+
+// Options configures an arena.
+type Options struct {
+	// Clock stamps touches with virtual time (nil: zero).
+	Clock sim.Clock
+	// Log keeps every touch (Touches); off by default to save memory.
+	Log bool
+	// OnTouch, if set, sees every touch after the arena's own checks, outside
+	// the arena's lock.
+	OnTouch func(Touch)
+	_       struct{}
+}
+
+// Arena is one region's simulated memory.
+type Arena struct {
+	label     string
+	slotBytes int
+	opts      Options
+
+	mu         sync.Mutex
+	buf        []byte
+	state      []SlotState
+	owner      []uint64
+	registered bool
+	log        []Touch
+	violations []Violation
+}
+
+// New returns an arena of slots*slotBytes bytes, all slots at the lender,
+// not registered.
+func New(label string, slots, slotBytes int, opts Options) *Arena {
+	return &Arena{
+		label: label, slotBytes: slotBytes, opts: opts,
+		buf:   make([]byte, slots*slotBytes),
+		state: make([]SlotState, slots),
+		owner: make([]uint64, slots),
+	}
+}
+
+// Region returns the drivers.Region over this arena.
+func (a *Arena) Region() drivers.Region {
+	return drivers.Region{Label: a.label, SlotBytes: a.slotBytes, Slots: len(a.state), Mem: a}
+}
+
+// Label is the region label.
+func (a *Arena) Label() string { return a.label }
+
+// Len implements drivers.Memory.
+func (a *Arena) Len() int { return len(a.buf) }
+
+// Extent implements drivers.Memory.
+func (a *Arena) Extent() (uintptr, int) {
+	if len(a.buf) == 0 {
+		return 0, 0
+	}
+	return uintptr(unsafe.Pointer(unsafe.SliceData(a.buf))), len(a.buf)
+}
+
+// Read implements drivers.Memory.
+func (a *Arena) Read(by drivers.Toucher, off int, p []byte) error {
+	return a.touch(Read, by, off, p)
+}
+
+// Write implements drivers.Memory.
+func (a *Arena) Write(by drivers.Toucher, off int, p []byte) error {
+	return a.touch(Write, by, off, p)
+}
+
+func (a *Arena) touch(op Op, by drivers.Toucher, off int, p []byte) error {
+	a.mu.Lock()
+	if off < 0 || off+len(p) > len(a.buf) {
+		a.mu.Unlock()
+		return drivers.ErrOutOfBounds
+	}
+	t := Touch{Op: op, Off: off, N: len(p), By: by, Region: a.label, Registered: a.registered, Slot: -1}
+	if a.opts.Clock != nil {
+		t.At = a.opts.Clock.Now()
+	}
+	first, last := off/a.slotBytes, (off+len(p)-1)/a.slotBytes
+	if len(p) == 0 {
+		last = first
+	}
+	if first == last && first < len(a.state) {
+		t.Slot, t.State, t.Owner = first, a.state[first], a.owner[first]
+	}
+	switch {
+	case t.Slot < 0:
+		a.violate("D-SUB-6", t, "access crosses a slot boundary or leaves the slot area")
+	case !a.registered:
+		a.violate("S-NO-LATE-ACCESS", t, "touch of a region that is not registered")
+	case t.State == AtLender:
+		a.violate("S-NO-LATE-ACCESS", t, "touch of a slot that is not lent (released or never lent)")
+	}
+	if op == Read {
+		copy(p, a.buf[off:])
+	} else {
+		copy(a.buf[off:], p)
+	}
+	if a.opts.Log {
+		a.log = append(a.log, t)
+	}
+	hook := a.opts.OnTouch
+	a.mu.Unlock()
+	if hook != nil {
+		hook(t)
+	}
+	return nil
+}
+
+func (a *Arena) violate(rule string, t Touch, detail string) {
+	a.violations = append(a.violations, Violation{Rule: rule, Touch: t, Detail: detail})
+}
+
+// SetRegistered records whether the region is registered with a driver;
+// the monitor calls it when a registration succeeds or a close succeeds.
+func (a *Arena) SetRegistered(on bool) {
+	a.mu.Lock()
+	a.registered = on
+	a.mu.Unlock()
+}
+
+// Registered reports the registration state.
+func (a *Arena) Registered() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.registered
+}
+
+// Lend hands slot to attempt. Lending a slot that is not at the lender is a
+// lender bug and panics (the lender is test code).
+func (a *Arena) Lend(slot int, attempt uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.state[slot] != AtLender {
+		panic(fmt.Sprintf("arena %s: lend of slot %d in state %s", a.label, slot, a.state[slot]))
+	}
+	a.state[slot], a.owner[slot] = Lent, attempt
+}
+
+// Release takes slot back and poisons it (S-RELEASE).
+func (a *Arena) Release(slot int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.state[slot], a.owner[slot] = AtLender, 0
+	b := a.buf[slot*a.slotBytes : (slot+1)*a.slotBytes]
+	for i := range b {
+		b[i] = Poison
+	}
+}
+
+// Retain marks slot as kept forever for an UNPROVABLE call.
+func (a *Arena) Retain(slot int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.state[slot] = Retained
+}
+
+// State is slot's ownership.
+func (a *Arena) State(slot int) SlotState {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.state[slot]
+}
+
+// Fill sets slot's bytes as the owner (no touch is recorded): the workload
+// writes the content it will publish.
+func (a *Arena) Fill(slot int, content []byte) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	copy(a.buf[slot*a.slotBytes:(slot+1)*a.slotBytes], content)
+}
+
+// Peek copies slot's bytes as the owner (no touch is recorded).
+func (a *Arena) Peek(slot int) []byte {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]byte(nil), a.buf[slot*a.slotBytes:(slot+1)*a.slotBytes]...)
+}
+
+// Touches returns the touch log (Options.Log).
+func (a *Arena) Touches() []Touch {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]Touch(nil), a.log...)
+}
+
+// Violations returns the violations seen so far.
+func (a *Arena) Violations() []Violation {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]Violation(nil), a.violations...)
+}

@@ -1,0 +1,70 @@
+package sim
+
+import "time"
+
+// event is one queued function. Ordering: time, then a seeded tie-break,
+// then sequence (which makes the order total).
+type event struct {
+	at    time.Duration
+	tie   uint64
+	id    uint64
+	label string
+	fn    func()
+}
+
+func (a *event) before(b *event) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	if a.tie != b.tie {
+		return a.tie < b.tie
+	}
+	return a.id < b.id
+}
+
+// eventHeap is a hand-written binary min-heap of events by value: no
+// interface conversions and no per-event allocation beyond the slice.
+type eventHeap struct{ es []event }
+
+func (h *eventHeap) len() int     { return len(h.es) }
+func (h *eventHeap) peek() *event { return &h.es[0] }
+
+func (h *eventHeap) push(e event) {
+	h.es = append(h.es, e)
+	i := len(h.es) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.es[i].before(&h.es[p]) {
+			break
+		}
+		h.es[i], h.es[p] = h.es[p], h.es[i]
+		i = p
+	}
+}
+
+func (h *eventHeap) pop() event {
+	es := h.es
+	top := es[0]
+	n := len(es) - 1
+	es[0] = es[n]
+	es[n] = event{}
+	es = es[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && es[r].before(&es[l]) {
+			m = r
+		}
+		if !es[m].before(&es[i]) {
+			break
+		}
+		es[i], es[m] = es[m], es[i]
+		i = m
+	}
+	h.es = es
+	return top
+}
