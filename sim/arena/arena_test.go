@@ -1,0 +1,78 @@
+package arena
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/sim"
+)
+
+func TestTouchRules(t *testing.T) {
+	by := drivers.Toucher{Call: 9, Row: 1}
+	cases := []struct {
+		name  string
+		setup func(a *Arena)
+		touch func(a *Arena) error
+		rule  string // "" = no violation
+	}{
+		{"lent slot write", func(a *Arena) { a.Lend(1, 5) }, func(a *Arena) error { return a.Write(by, 8, make([]byte, 8)) }, ""},
+		{"retained slot read", func(a *Arena) { a.Lend(1, 5); a.Retain(1) }, func(a *Arena) error { return a.Read(by, 8, make([]byte, 8)) }, ""},
+		{"released slot write", func(a *Arena) { a.Lend(1, 5); a.Release(1) }, func(a *Arena) error { return a.Write(by, 8, make([]byte, 8)) }, "S-NO-LATE-ACCESS"},
+		{"never lent read", func(a *Arena) {}, func(a *Arena) error { return a.Read(by, 0, make([]byte, 8)) }, "S-NO-LATE-ACCESS"},
+		{"unregistered region", func(a *Arena) { a.Lend(1, 5); a.SetRegistered(false) }, func(a *Arena) error { return a.Write(by, 8, make([]byte, 8)) }, "S-NO-LATE-ACCESS"},
+		{"crosses slot boundary", func(a *Arena) { a.Lend(0, 5); a.Lend(1, 5) }, func(a *Arena) error { return a.Write(by, 4, make([]byte, 8)) }, "D-SUB-6"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := sim.New(sim.Options{Seed: 1})
+			s.RunUntil(77)
+			a := New("r0", 4, 8, Options{Clock: s, Log: true})
+			a.SetRegistered(true)
+			tc.setup(a)
+			if err := tc.touch(a); err != nil {
+				t.Fatal(err)
+			}
+			vs := a.Violations()
+			switch {
+			case tc.rule == "" && len(vs) > 0:
+				t.Fatalf("unexpected %v (repro: go test ./sim/arena -run 'TestTouchRules/%s')", vs, tc.name)
+			case tc.rule != "" && (len(vs) != 1 || vs[0].Rule != tc.rule):
+				t.Fatalf("got %v, want one %s (repro: go test ./sim/arena -run 'TestTouchRules/%s')", vs, tc.rule, tc.name)
+			case tc.rule != "" && (vs[0].Touch.By != by || vs[0].Touch.At != 77):
+				t.Fatalf("violation %v does not name call 9 row 1 at 77ns (repro: go test ./sim/arena -run 'TestTouchRules/%s')", vs[0], tc.name)
+			}
+			if len(a.Touches()) != 1 {
+				t.Fatalf("touch log has %d entries, want 1 (repro: go test ./sim/arena -run 'TestTouchRules/%s')", len(a.Touches()), tc.name)
+			}
+		})
+	}
+}
+
+func TestReleasePoisons(t *testing.T) {
+	a := New("r0", 2, 4, Options{})
+	a.SetRegistered(true)
+	a.Lend(0, 1)
+	if err := a.Write(drivers.Toucher{Call: 1}, 0, []byte("abcd")); err != nil {
+		t.Fatal(err)
+	}
+	a.Release(0)
+	if got := a.Peek(0); !bytes.Equal(got, bytes.Repeat([]byte{Poison}, 4)) {
+		t.Fatalf("released slot holds %q, want poison (repro: go test ./sim/arena -run TestReleasePoisons)", got)
+	}
+	if err := a.Read(drivers.Toucher{}, 6, make([]byte, 4)); err == nil {
+		t.Fatalf("read past the end succeeded (repro: go test ./sim/arena -run TestReleasePoisons)")
+	}
+}
+
+func TestGeometryOverlap(t *testing.T) {
+	a, b := New("a", 2, 4, Options{}), New("b", 2, 4, Options{})
+	if err := drivers.CheckGeometry(a.Region(), b.Region()); err != nil {
+		t.Fatalf("distinct arenas: %v (repro: go test ./sim/arena -run TestGeometryOverlap)", err)
+	}
+	twin := a.Region()
+	twin.Label = "twin"
+	if err := drivers.CheckGeometry(a.Region(), twin); err == nil {
+		t.Fatalf("same arena twice accepted (repro: go test ./sim/arena -run TestGeometryOverlap)")
+	}
+}
