@@ -60,7 +60,9 @@ func (r *Runtime) loop() {
 func (r *Runtime) Now() time.Duration { return time.Since(r.start) }
 
 // Rand implements sim.Runtime.
-func (r *Runtime) Rand(subsystem string) *sim.Rand { return sim.NewRand(sim.SubSeed(r.seed, subsystem)) }
+func (r *Runtime) Rand(subsystem string) *sim.Rand {
+	return sim.NewRand(sim.SubSeed(r.seed, subsystem))
+}
 
 // Post implements sim.Runtime. After Close it is a no-op.
 func (r *Runtime) Post(_ string, fn func()) {
