@@ -1,0 +1,156 @@
+package workload
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/storesim/storesim/sim"
+)
+
+// GenConfig shapes generated workloads. Zero fields take defaults.
+type GenConfig struct {
+	// Ops is the number of publish/fetch/cancel ops (default 100); final
+	// shutdown ops come on top.
+	Ops int
+	// Driver names every endpoint's driver (default "memory").
+	Driver string
+	// Evicting selects the evicting store profile.
+	Evicting bool
+	// Faults returns the fault lines of an endpoint (nil: no faults).
+	Faults func(seed uint64, endpoint string) []string
+	// MaxPerKey bounds ops on one key within Window (default 8, 200µs): it
+	// keeps per-key concurrency, and so porcupine's cost, bounded.
+	MaxPerKey int
+	Window    time.Duration
+	_         struct{}
+}
+
+func (c GenConfig) withDefaults() GenConfig {
+	if c.Ops <= 0 {
+		c.Ops = 100
+	}
+	if c.Driver == "" {
+		c.Driver = "memory"
+	}
+	if c.MaxPerKey <= 0 {
+		c.MaxPerKey = 8
+	}
+	if c.Window <= 0 {
+		c.Window = 200 * time.Microsecond
+	}
+	return c
+}
+
+// Generate derives a workload from a seed: endpoints, their capabilities and
+// memory, overlapping publishes and fetches with keys repeated inside and
+// across views, cancels at random points, an occasional mid-flight shutdown,
+// and a shutdown of every endpoint at the end.
+func Generate(seed uint64, cfg GenConfig) *Log {
+	cfg = cfg.withDefaults()
+	r := sim.NewRand(sim.SubSeed(seed, "workload"))
+	l := &Log{Seed: seed, Store: "durable"}
+	if cfg.Evicting {
+		l.Store = "evicting"
+	}
+	nEnd := 1 + r.Intn(3)
+	for i := range nEnd {
+		e := Endpoint{
+			Name:         string(rune('A' + i)),
+			Driver:       cfg.Driver,
+			MaxRows:      1 + r.Intn(6),
+			AbsentIsMiss: r.Chance(0.6),
+			InFlight:     1 + r.Intn(6),
+			Queued:       2 + r.Intn(31),
+			Unprovable:   1 + r.Intn(16),
+		}
+		for j := range 1 + r.Intn(3) {
+			e.Regions = append(e.Regions, RegionSpec{
+				Label: fmt.Sprintf("%s%d", e.Name, j), Slots: 4 + r.Intn(13), SlotBytes: 16 << r.Intn(3),
+			})
+		}
+		if cfg.Faults != nil {
+			e.Faults = cfg.Faults(seed, e.Name)
+		}
+		l.Endpoints = append(l.Endpoints, e)
+	}
+	g := gen{r: r, cfg: cfg, keys: 4 + r.Intn(cfg.Ops/2+1), recent: map[string][]time.Duration{}}
+	down := map[string]bool{}
+	midShutdown := -1
+	if nEnd > 1 && r.Chance(0.15) {
+		midShutdown = cfg.Ops/2 + r.Intn(cfg.Ops/2+1)
+	}
+	var at time.Duration
+	var rowOps []int
+	for i := 0; i < cfg.Ops; i++ {
+		at += time.Duration(r.Intn(21)) * time.Microsecond
+		if i == midShutdown {
+			e := l.Endpoints[r.Intn(nEnd)].Name
+			down[e] = true
+			l.Ops = append(l.Ops, Op{At: at, Kind: Shutdown, Endpoint: e})
+			continue
+		}
+		if len(rowOps) > 0 && r.Chance(0.15) {
+			from := max(0, len(rowOps)-10)
+			l.Ops = append(l.Ops, Op{At: at, Kind: Cancel, Target: rowOps[from+r.Intn(len(rowOps)-from)]})
+			continue
+		}
+		op := Op{At: at, Kind: Publish, Endpoint: l.Endpoints[r.Intn(nEnd)].Name}
+		if r.Chance(0.5) {
+			op.Kind = Fetch
+		}
+		op.Keys, op.Mask = g.view(at)
+		rowOps = append(rowOps, len(l.Ops))
+		l.Ops = append(l.Ops, op)
+	}
+	for _, e := range l.Endpoints {
+		if !down[e.Name] {
+			at += time.Duration(r.Intn(21)) * time.Microsecond
+			l.Ops = append(l.Ops, Op{At: at, Kind: Shutdown, Endpoint: e.Name})
+		}
+	}
+	return l
+}
+
+type gen struct {
+	r      *sim.Rand
+	cfg    GenConfig
+	keys   int
+	recent map[string][]time.Duration // op times per key, for MaxPerKey
+}
+
+func (g *gen) view(at time.Duration) ([]string, []bool) {
+	n := 1 + g.r.Intn(8)
+	keys := make([]string, 0, n)
+	mask := make([]bool, 0, n)
+	for len(keys) < n {
+		var k string
+		if len(keys) > 0 && g.r.Chance(0.2) {
+			k = keys[g.r.Intn(len(keys))] // a key repeated inside one view
+		} else if k = g.freshKey(at); k == "" {
+			break
+		}
+		keys = append(keys, k)
+		mask = append(mask, g.r.Chance(0.85))
+		g.recent[k] = append(g.recent[k], at)
+	}
+	if len(keys) == 0 { // every key is busy: a view of one masked-out row
+		return []string{"k0"}, []bool{false}
+	}
+	return keys, mask
+}
+
+// freshKey picks a key with fewer than MaxPerKey ops in the window.
+func (g *gen) freshKey(at time.Duration) string {
+	for range 8 {
+		k := fmt.Sprintf("k%d", g.r.Intn(g.keys))
+		times := g.recent[k]
+		for len(times) > 0 && times[0] < at-g.cfg.Window {
+			times = times[1:]
+		}
+		g.recent[k] = times
+		if len(times) < g.cfg.MaxPerKey {
+			return k
+		}
+	}
+	return ""
+}

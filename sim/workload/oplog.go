@@ -1,0 +1,362 @@
+// Package workload is the op log: a generated (or hand-written) workload in a
+// one-line-per-op text form that prints and parses back.
+//
+// A run is driven either by a seed (Generate derives the log) or by a saved
+// log file; because the log, not the seed, is what a failure folder keeps, a
+// failure replays on later commits even when the generator changes (pebble's
+// metamorphic test does the same).
+//
+// # Format
+//
+//	storesim-oplog v1
+//	seed 42
+//	store durable
+//	endpoint A driver=memory rows=4 absent-is-miss=true inflight=4 queued=16 unprovable=8 regions=r0:8x64,r1:8x64
+//	fault A row-fault rate=0.05
+//	op at=0us publish A keys=k1,k2 mask=11
+//	op at=3us fetch B keys=k1,k3 mask=10
+//	op at=5us cancel 0
+//	op at=90us shutdown A
+//
+// Ops are numbered from 0 in file order; cancel names the op it cancels.
+// Blank lines and lines starting with '#' are ignored. Fault lines are
+// passed to the endpoint's driver unchanged (for the memory drivers, one
+// line of memdriver.FaultMix).
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Header is the first line of every op log.
+const Header = "storesim-oplog v1"
+
+// Log is one workload.
+type Log struct {
+	Seed      uint64
+	Store     string // "durable" or "evicting"
+	Endpoints []Endpoint
+	Ops       []Op
+}
+
+// Endpoint is one backend with its driver and memory.
+type Endpoint struct {
+	Name         string
+	Driver       string // "memory", "together", "broken:<Name>", "redis://…"
+	MaxRows      int
+	AbsentIsMiss bool
+	InFlight     int
+	Queued       int
+	Unprovable   int
+	Regions      []RegionSpec
+	Faults       []string // one fault line each, without the "fault <endpoint> " prefix
+}
+
+// RegionSpec is a region's shape.
+type RegionSpec struct {
+	Label            string
+	Slots, SlotBytes int
+}
+
+// Kind is what an op does.
+type Kind uint8
+
+const (
+	Publish Kind = iota + 1
+	Fetch
+	Cancel
+	Shutdown
+)
+
+var kindNames = map[Kind]string{Publish: "publish", Fetch: "fetch", Cancel: "cancel", Shutdown: "shutdown"}
+
+func (k Kind) String() string { return kindNames[k] }
+
+// Op is one step of the workload, issued at virtual time At.
+type Op struct {
+	At       time.Duration
+	Kind     Kind
+	Endpoint string   // publish, fetch, shutdown
+	Keys     []string // publish, fetch
+	Mask     []bool   // publish, fetch; one bit per key
+	Target   int      // cancel: the op index to cancel
+}
+
+// ErrSyntax is wrapped by every parse error.
+var ErrSyntax = errors.New("op log")
+
+// String prints the log in its text form; Parse reads it back.
+func (l *Log) String() string {
+	var b strings.Builder
+	b.WriteString(Header + "\n")
+	fmt.Fprintf(&b, "seed %d\n", l.Seed)
+	fmt.Fprintf(&b, "store %s\n", l.Store)
+	for _, e := range l.Endpoints {
+		regs := make([]string, len(e.Regions))
+		for i, r := range e.Regions {
+			regs[i] = fmt.Sprintf("%s:%dx%d", r.Label, r.Slots, r.SlotBytes)
+		}
+		fmt.Fprintf(&b, "endpoint %s driver=%s rows=%d absent-is-miss=%t inflight=%d queued=%d unprovable=%d regions=%s\n",
+			e.Name, e.Driver, e.MaxRows, e.AbsentIsMiss, e.InFlight, e.Queued, e.Unprovable, strings.Join(regs, ","))
+		for _, f := range e.Faults {
+			fmt.Fprintf(&b, "fault %s %s\n", e.Name, f)
+		}
+	}
+	for _, op := range l.Ops {
+		b.WriteString(op.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// String is the op's line.
+func (op Op) String() string {
+	at := fmt.Sprintf("op at=%dus %s", op.At/time.Microsecond, op.Kind)
+	switch op.Kind {
+	case Publish, Fetch:
+		mask := make([]byte, len(op.Mask))
+		for i, m := range op.Mask {
+			mask[i] = '0'
+			if m {
+				mask[i] = '1'
+			}
+		}
+		return fmt.Sprintf("%s %s keys=%s mask=%s", at, op.Endpoint, strings.Join(op.Keys, ","), mask)
+	case Cancel:
+		return fmt.Sprintf("%s %d", at, op.Target)
+	case Shutdown:
+		return fmt.Sprintf("%s %s", at, op.Endpoint)
+	}
+	return at
+}
+
+// Parse reads a log in the text form. Errors wrap ErrSyntax and name the line.
+func Parse(text string) (*Log, error) {
+	p := parser{log: &Log{Store: "durable"}, endpoints: map[string]int{}}
+	lines := strings.Split(text, "\n")
+	sawHeader := false
+	for i, raw := range lines {
+		line := strings.TrimSpace(raw)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		p.line = i + 1
+		if !sawHeader {
+			if line != Header {
+				return nil, p.errf("first line must be %q, got %q", Header, line)
+			}
+			sawHeader = true
+			continue
+		}
+		if err := p.parseLine(line); err != nil {
+			return nil, err
+		}
+	}
+	if !sawHeader {
+		return nil, fmt.Errorf("%w: empty input (want %q on the first line)", ErrSyntax, Header)
+	}
+	if len(p.log.Endpoints) == 0 {
+		return nil, fmt.Errorf("%w: no endpoint line", ErrSyntax)
+	}
+	return p.log, nil
+}
+
+type parser struct {
+	log       *Log
+	line      int
+	endpoints map[string]int
+}
+
+func (p *parser) errf(format string, args ...any) error {
+	return fmt.Errorf("%w line %d: %s", ErrSyntax, p.line, fmt.Sprintf(format, args...))
+}
+
+func (p *parser) parseLine(line string) error {
+	verb, rest, _ := strings.Cut(line, " ")
+	switch verb {
+	case "seed":
+		v, err := strconv.ParseUint(rest, 10, 64)
+		if err != nil {
+			return p.errf("bad seed %q", rest)
+		}
+		p.log.Seed = v
+	case "store":
+		if rest != "durable" && rest != "evicting" {
+			return p.errf("store must be durable or evicting, got %q", rest)
+		}
+		p.log.Store = rest
+	case "endpoint":
+		return p.parseEndpoint(rest)
+	case "fault":
+		name, f, ok := strings.Cut(rest, " ")
+		idx, known := p.endpoints[name]
+		if !ok || !known {
+			return p.errf("fault line must name a declared endpoint and a fault, got %q", rest)
+		}
+		p.log.Endpoints[idx].Faults = append(p.log.Endpoints[idx].Faults, strings.TrimSpace(f))
+	case "op":
+		return p.parseOp(rest)
+	default:
+		return p.errf("unknown line kind %q (want seed, store, endpoint, fault or op)", verb)
+	}
+	return nil
+}
+
+func (p *parser) parseEndpoint(rest string) error {
+	fields := strings.Fields(rest)
+	if len(fields) == 0 {
+		return p.errf("endpoint without a name")
+	}
+	e := Endpoint{Name: fields[0], Driver: "memory", MaxRows: 4, AbsentIsMiss: true, InFlight: 4, Queued: 16, Unprovable: 8}
+	if _, dup := p.endpoints[e.Name]; dup {
+		return p.errf("endpoint %q declared twice", e.Name)
+	}
+	for _, f := range fields[1:] {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			return p.errf("endpoint %s: want key=value, got %q", e.Name, f)
+		}
+		var err error
+		switch k {
+		case "driver":
+			e.Driver = v
+		case "rows":
+			e.MaxRows, err = positive(v)
+		case "absent-is-miss":
+			e.AbsentIsMiss, err = strconv.ParseBool(v)
+		case "inflight":
+			e.InFlight, err = positive(v)
+		case "queued":
+			e.Queued, err = nonNegative(v)
+		case "unprovable":
+			e.Unprovable, err = nonNegative(v)
+		case "regions":
+			e.Regions, err = parseRegions(v)
+		default:
+			return p.errf("endpoint %s: unknown setting %q", e.Name, k)
+		}
+		if err != nil {
+			return p.errf("endpoint %s: %s=%q: %v", e.Name, k, v, err)
+		}
+	}
+	if len(e.Regions) == 0 {
+		return p.errf("endpoint %s: no regions=", e.Name)
+	}
+	p.endpoints[e.Name] = len(p.log.Endpoints)
+	p.log.Endpoints = append(p.log.Endpoints, e)
+	return nil
+}
+
+func parseRegions(v string) ([]RegionSpec, error) {
+	var out []RegionSpec
+	for _, r := range strings.Split(v, ",") {
+		label, shape, ok := strings.Cut(r, ":")
+		slots, bytes, ok2 := strings.Cut(shape, "x")
+		if !ok || !ok2 || label == "" {
+			return nil, fmt.Errorf("region %q: want label:SLOTSxBYTES", r)
+		}
+		s, err1 := positive(slots)
+		b, err2 := positive(bytes)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("region %q: %v", r, err)
+		}
+		out = append(out, RegionSpec{Label: label, Slots: s, SlotBytes: b})
+	}
+	return out, nil
+}
+
+func (p *parser) parseOp(rest string) error {
+	fields := strings.Fields(rest)
+	if len(fields) < 2 || !strings.HasPrefix(fields[0], "at=") || !strings.HasSuffix(fields[0], "us") {
+		return p.errf("op must start with at=<N>us and a kind, got %q", rest)
+	}
+	us, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(fields[0], "at="), "us"), 10, 64)
+	if err != nil || us < 0 {
+		return p.errf("bad op time %q", fields[0])
+	}
+	op := Op{At: time.Duration(us) * time.Microsecond}
+	if n := len(p.log.Ops); n > 0 && op.At < p.log.Ops[n-1].At {
+		return p.errf("op time %v goes back before the previous op's %v", op.At, p.log.Ops[n-1].At)
+	}
+	args := fields[2:]
+	switch fields[1] {
+	case "publish", "fetch":
+		op.Kind = Publish
+		if fields[1] == "fetch" {
+			op.Kind = Fetch
+		}
+		if err := p.parseRowsOp(&op, args); err != nil {
+			return err
+		}
+	case "cancel":
+		op.Kind = Cancel
+		if len(args) != 1 {
+			return p.errf("cancel takes one op number")
+		}
+		t, err := strconv.Atoi(args[0])
+		if err != nil || t < 0 || t >= len(p.log.Ops) {
+			return p.errf("cancel target %q is not an earlier op number", args[0])
+		}
+		op.Target = t
+	case "shutdown":
+		op.Kind = Shutdown
+		if len(args) != 1 {
+			return p.errf("shutdown takes one endpoint")
+		}
+		if _, ok := p.endpoints[args[0]]; !ok {
+			return p.errf("shutdown of undeclared endpoint %q", args[0])
+		}
+		op.Endpoint = args[0]
+	default:
+		return p.errf("unknown op kind %q (want publish, fetch, cancel or shutdown)", fields[1])
+	}
+	p.log.Ops = append(p.log.Ops, op)
+	return nil
+}
+
+func (p *parser) parseRowsOp(op *Op, args []string) error {
+	if len(args) != 3 || !strings.HasPrefix(args[1], "keys=") || !strings.HasPrefix(args[2], "mask=") {
+		return p.errf("%s takes ENDPOINT keys=K1,K2 mask=10", op.Kind)
+	}
+	if _, ok := p.endpoints[args[0]]; !ok {
+		return p.errf("%s on undeclared endpoint %q", op.Kind, args[0])
+	}
+	op.Endpoint = args[0]
+	op.Keys = strings.Split(strings.TrimPrefix(args[1], "keys="), ",")
+	for _, k := range op.Keys {
+		if k == "" {
+			return p.errf("empty key in %q", args[1])
+		}
+	}
+	mask := strings.TrimPrefix(args[2], "mask=")
+	if len(mask) != len(op.Keys) {
+		return p.errf("mask %q has %d bits for %d keys", mask, len(mask), len(op.Keys))
+	}
+	for _, c := range mask {
+		if c != '0' && c != '1' {
+			return p.errf("mask %q: bits must be 0 or 1", mask)
+		}
+		op.Mask = append(op.Mask, c == '1')
+	}
+	return nil
+}
+
+func positive(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("want a positive integer")
+	}
+	return n, nil
+}
+
+func nonNegative(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("want a non-negative integer")
+	}
+	return n, nil
+}
