@@ -1,0 +1,126 @@
+package backend
+
+import (
+	"fmt"
+
+	"github.com/storesim/storesim/drivers"
+)
+
+// Fetch admits a view for FETCH (store → memory). See Publish.
+func (b *Backend) Fetch(v drivers.View) (*Attempt, error) { return b.admit(drivers.Fetch, v) }
+
+// Publish admits a view for PUBLISH (memory → store).
+//
+// B-SUBMIT: admission is synchronous. A closed backend, a view the backend
+// cannot cut (ErrOverCapacity, ErrTooManyUnprovable) is refused with an error
+// wrapping ErrSubmissionRejected; a malformed view (mask/rows mismatch,
+// empty key, two rows on one slot, unsupported direction) with one wrapping
+// drivers.ErrInvalidSubmission. A refused view sends nothing and consumes
+// nothing. A view with no masked-in row is Delivered with nothing served and
+// access ENDED; a row outside any live registration fails the attempt before
+// any store call. Once an attempt is returned, every later problem is
+// reported through it.
+func (b *Backend) Publish(v drivers.View) (*Attempt, error) { return b.admit(drivers.Publish, v) }
+
+func (b *Backend) admit(dir drivers.Direction, v drivers.View) (*Attempt, error) {
+	if b.closedErr != nil {
+		b.stats.Rejected++
+		return nil, b.closedErr
+	}
+	active, err := b.checkView(dir, v)
+	if err != nil {
+		b.stats.Invalid++
+		return nil, err
+	}
+	if reason := b.unregistered(active); reason != nil {
+		a := b.newAttempt(dir, v, nil)
+		b.commit(a, Failed, reason)
+		b.settle(a)
+		return a, nil
+	}
+	cuts := Cut(active, b.caps.MaxRowsPerOp)
+	if err := b.room(len(cuts)); err != nil {
+		b.stats.Rejected++
+		return nil, err
+	}
+	a := b.newAttempt(dir, v, cuts)
+	b.settle(a) // an empty view is Delivered(nothing) with access ENDED here
+	b.pump()
+	return a, nil
+}
+
+// checkView refuses a malformed view and returns its masked-in rows.
+func (b *Backend) checkView(dir drivers.Direction, v drivers.View) ([]drivers.Row, error) {
+	if err := v.Check(); err != nil {
+		return nil, err
+	}
+	if !b.caps.Supports(dir) {
+		return nil, fmt.Errorf("%w: %v not supported by the driver", drivers.ErrInvalidSubmission, dir)
+	}
+	type slotRef struct {
+		h    drivers.Handle
+		slot int
+	}
+	active := make([]drivers.Row, 0, len(v.Rows))
+	seen := make(map[slotRef]int, len(v.Rows))
+	for i, r := range v.Rows {
+		if !v.Mask[i] {
+			continue
+		}
+		if r.Key == "" {
+			return nil, fmt.Errorf("%w: view row %d has an empty key", drivers.ErrInvalidSubmission, i)
+		}
+		if j, dup := seen[slotRef{r.Handle, r.Slot}]; dup {
+			return nil, fmt.Errorf("%w: view rows %d and %d use the same slot", drivers.ErrInvalidSubmission, j, i)
+		}
+		seen[slotRef{r.Handle, r.Slot}] = i
+		active = append(active, r)
+	}
+	return active, nil
+}
+
+// unregistered names the first row outside a live registration (B-SUBMIT:
+// the attempt fails before any store call, and it is not a miss).
+func (b *Backend) unregistered(rows []drivers.Row) error {
+	for _, r := range rows {
+		reg, ok := b.liveRegion(r.Handle)
+		if !ok {
+			return fmt.Errorf("%w: view row %d: handle %d", ErrNotRegistered, r.Position, r.Handle)
+		}
+		if r.Slot < 0 || r.Slot >= reg.Slots {
+			return fmt.Errorf("%w: view row %d: slot %d of region %q (%d slots)", ErrNotRegistered, r.Position, r.Slot, reg.Label, reg.Slots)
+		}
+	}
+	return nil
+}
+
+// room is B-BOUND's whole-attempt admission.
+func (b *Backend) room(n int) error {
+	if b.unprovable > b.cfg.MaxUnprovable {
+		return fmt.Errorf("%w: %d > %d", ErrTooManyUnprovable, b.unprovable, b.cfg.MaxUnprovable)
+	}
+	if have, limit := b.inFlight+len(b.queue), b.cfg.MaxCallsInFlight+b.cfg.MaxQueuedCalls; have+n > limit {
+		return fmt.Errorf("%w: %d calls in flight or queued, view needs %d more, limit %d", ErrOverCapacity, have, n, limit)
+	}
+	return nil
+}
+
+func (b *Backend) newAttempt(dir drivers.Direction, v drivers.View, cuts [][]drivers.Row) *Attempt {
+	b.nextAttempt++
+	b.stats.Attempts++
+	a := &Attempt{
+		b: b, id: b.nextAttempt, dir: dir,
+		rows: append([]drivers.Row(nil), v.Rows...),
+		mask: append([]bool(nil), v.Mask...),
+		acc:  make([]bool, len(v.Rows)),
+	}
+	for _, rows := range cuts {
+		bt := &batch{a: a, rows: rows}
+		a.batches = append(a.batches, bt)
+		b.queue = append(b.queue, bt)
+	}
+	a.open = len(cuts)
+	a.access = drivers.AccessPending
+	b.open = append(b.open, a)
+	return a
+}
