@@ -48,7 +48,9 @@ func newFake(caps drivers.Capabilities) *fakeDriver {
 	return &fakeDriver{caps: caps, live: map[drivers.Handle]drivers.Region{}, present: map[string]bool{}}
 }
 
-func (f *fakeDriver) logf(format string, args ...any) { f.log = append(f.log, fmt.Sprintf(format, args...)) }
+func (f *fakeDriver) logf(format string, args ...any) {
+	f.log = append(f.log, fmt.Sprintf(format, args...))
+}
 
 func (f *fakeDriver) Capabilities() drivers.Capabilities { return f.caps }
 
