@@ -1,0 +1,549 @@
+package memdriver
+
+import (
+	"time"
+
+	"github.com/storesim/storesim/drivers"
+)
+
+// call is one submitted driver call. Fields after the first block are
+// guarded by d.mu.
+type call struct {
+	id       drivers.CallID
+	dir      drivers.Direction
+	rows     []drivers.Row
+	regions  []drivers.Region // per row, as registered at submit
+	handles  []drivers.Handle // distinct handles the call names
+	onChange func()
+	wake     func()
+	plan     plan
+
+	results   []drivers.Status
+	access    drivers.Access
+	rs        []rowState
+	begun     bool
+	stopped   bool // the driver stopped waiting (error-after, timeout)
+	proves    bool // once stopped and quiet, access is proven ENDED
+	proofDue  bool // a proof event is scheduled
+	inFlight  int  // rows transferring plus late writes pending
+	steps     int  // chunks moved, for error-after
+	version   uint64
+	delivered uint64 // version seen by the last callback that returned
+	running   bool   // a callback is running
+	listed    bool   // queued in d.toWake
+}
+
+// plan is the call's fault plan, drawn at Submit.
+type plan struct {
+	errorBefore     bool
+	errorAfterAt    int  // fail after this many chunks moved; 0: never
+	errorProves     bool // error-after: proven ENDED once quiet
+	wrongLength     bool
+	extra           int // delay fault: step delays are stretched by up to extra steps
+	timeoutAt       time.Duration
+	unprovableLater bool
+	hangRow         int // never-ends: this row's transfer never finishes; -1: none
+}
+
+type rowPhase uint8
+
+const (
+	rowIdle    rowPhase = iota // not started: cancel makes it NOT_ATTEMPTED
+	rowRunning                 // transferring: only completion or a fault ends it
+	rowDone
+)
+
+type rowState struct {
+	phase  rowPhase
+	final  drivers.Status // what the transfer reports when it finishes
+	data   []byte         // FETCH: bytes to write; PUBLISH: bytes read
+	limit  int            // bytes to move (< SlotBytes when cut short)
+	chunks int
+	next   int
+}
+
+func (d *Driver) newCall(b drivers.RowBatch, onChange func()) *call {
+	d.lastCall++
+	c := &call{
+		id: d.lastCall, dir: b.Dir, onChange: onChange,
+		rows:    append([]drivers.Row(nil), b.Rows...),
+		regions: make([]drivers.Region, len(b.Rows)),
+		results: make([]drivers.Status, len(b.Rows)),
+		rs:      make([]rowState, len(b.Rows)),
+	}
+	for i, r := range c.rows {
+		bd := d.bindings[r.Handle]
+		c.regions[i] = bd.region
+		if !containsHandle(c.handles, r.Handle) {
+			c.handles = append(c.handles, r.Handle)
+			bd.users++ // D-REG-6: busy until access ENDED
+		}
+	}
+	c.plan = d.drawPlan(len(c.rows))
+	c.wake = d.rt.Wake(d.lblWake, func() { d.runNotify(c) })
+	d.calls[c.id] = c
+	return c
+}
+
+func containsHandle(hs []drivers.Handle, h drivers.Handle) bool {
+	for _, x := range hs {
+		if x == h {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *Driver) drawPlan(rows int) plan {
+	r, m := d.rFault, d.mix
+	p := plan{hangRow: -1}
+	p.errorBefore = r.Chance(m.ErrorBefore)
+	if r.Chance(m.ErrorAfter) {
+		p.errorAfterAt = 1 + r.Intn(2*rows)
+		p.errorProves = r.Chance(0.5)
+	}
+	p.wrongLength = r.Chance(m.WrongLength)
+	if r.Chance(m.Delay) {
+		p.extra = 50
+	}
+	if r.Chance(m.Timeout) {
+		p.timeoutAt = time.Duration(1 + r.Intn(int(4*d.step)))
+	}
+	p.unprovableLater = r.Chance(m.UnprovableLater)
+	if r.Chance(m.NeverEnds) {
+		p.hangRow = r.Intn(rows)
+	}
+	return p
+}
+
+// delay is one seeded step delay of c. Caller holds d.mu.
+func (d *Driver) delay(c *call) time.Duration {
+	n := 1 + d.rTiming.Intn(int(d.step))
+	if c.plan.extra > 0 {
+		n += d.rTiming.Intn(c.plan.extra * int(d.step))
+	}
+	return time.Duration(n)
+}
+
+// after schedules fn as a step of c. Caller holds d.mu.
+func (d *Driver) after(c *call, label string, fn func()) {
+	d.rt.After(d.delay(c), label, fn)
+}
+
+// begin starts the call: error-before fails it whole; otherwise every row
+// not cancelled gets its own start event.
+func (d *Driver) begin(c *call) {
+	d.mu.Lock()
+	if d.shut {
+		d.mu.Unlock()
+		return
+	}
+	c.begun = true
+	switch {
+	case c.plan.errorBefore:
+		for i := range c.rows {
+			d.completeRow(c, i, drivers.Fault)
+		}
+	default:
+		for i := range c.rows {
+			if !c.results[i].Final() {
+				d.after(c, d.lblRow, func() { d.startRow(c, i) })
+			}
+		}
+		if c.plan.timeoutAt > 0 {
+			d.rt.After(c.plan.timeoutAt, d.lblTimeout, func() { d.timeout(c) })
+		}
+	}
+	d.maybeEnd(c)
+	d.unlockAndWake()
+}
+
+// startRow decides what row i will move. A FETCH reads the object at once
+// (its linearization point); a MISS ends the row without touching the slot.
+func (d *Driver) startRow(c *call, i int) {
+	d.mu.Lock()
+	if d.shut || c.results[i].Final() {
+		d.mu.Unlock()
+		return
+	}
+	rs, row, reg := &c.rs[i], c.rows[i], c.regions[i]
+	rs.phase = rowRunning
+	c.inFlight++
+	if c.plan.hangRow == i {
+		d.mu.Unlock() // never-ends: no further step is ever scheduled
+		return
+	}
+	by := Origin{Driver: d.name, Call: c.id, Row: i}
+	evicting := d.store.Evicting()
+	if evicting && d.rFault.Chance(d.mix.Evict) {
+		d.store.evictOne(by, d.rFault)
+	}
+	fault := d.rFault.Chance(d.mix.RowFault)
+	switch c.dir {
+	case drivers.Fetch:
+		selfEvicted := false
+		if evicting && d.rFault.Chance(d.mix.RowMiss) {
+			d.store.evict(by, row.Key) // "evicted": MISS stays honest
+			selfEvicted = true
+		}
+		if d.stale[row.Key] {
+			delete(d.stale, row.Key)
+			d.store.evict(by, row.Key) // stale lookup: present at lookup, gone now
+			selfEvicted = true
+		}
+		obj, ok := d.store.Get(row.Key)
+		switch {
+		case !ok:
+			// D-STATUS: MISS never touches the slot. Without AbsentIsMiss an
+			// absent key is FAULT, unless we saw it evicted ourselves.
+			rs.final = drivers.Miss
+			if !d.caps.AbsentIsMiss && !selfEvicted {
+				rs.final = drivers.Fault
+			}
+		case len(obj) != reg.SlotBytes:
+			rs.final = drivers.Fault // size mismatch; the bytes written stay inside the slot
+			rs.data = obj[:min(len(obj), reg.SlotBytes)]
+		default:
+			rs.final, rs.data = drivers.OK, obj
+		}
+		rs.limit = len(rs.data)
+	case drivers.Publish:
+		rs.final = drivers.OK
+		if d.rFault.Chance(d.mix.RowMiss) {
+			rs.final = drivers.Miss // the store declines: nothing is stored
+		}
+		rs.data = make([]byte, reg.SlotBytes)
+		rs.limit = reg.SlotBytes
+	}
+	if fault && rs.limit > 0 {
+		rs.final = drivers.Fault // a transport error after some (maybe all) bytes
+		rs.limit = d.rFault.Intn(rs.limit + 1)
+	} else if fault {
+		rs.final = drivers.Fault
+	}
+	if rs.limit == 0 {
+		d.finishTransfer(c, i)
+		d.unlockAndWake()
+		return
+	}
+	rs.chunks = min(1+d.rTiming.Intn(3), rs.limit)
+	d.after(c, d.lblChunk, func() { d.moveChunk(c, i) })
+	d.mu.Unlock()
+}
+
+// moveChunk moves the next chunk of row i through the region's Memory, the
+// only way this driver touches registered memory (D-SUB-6), naming the call
+// and row. The mutex is not held while memory is touched.
+func (d *Driver) moveChunk(c *call, i int) {
+	d.mu.Lock()
+	if d.shut {
+		d.mu.Unlock()
+		return
+	}
+	rs, reg := &c.rs[i], c.regions[i]
+	lo, hi := rs.next*rs.limit/rs.chunks, (rs.next+1)*rs.limit/rs.chunks
+	off := reg.SlotOffset(c.rows[i].Slot) + lo
+	d.mu.Unlock()
+
+	by := drivers.Toucher{Call: c.id, Row: i}
+	var err error
+	if c.dir == drivers.Fetch {
+		err = reg.Mem.Write(by, off, rs.data[lo:hi])
+	} else {
+		err = reg.Mem.Read(by, off, rs.data[lo:hi])
+	}
+
+	d.mu.Lock()
+	if d.shut {
+		d.mu.Unlock() // Shutdown raced the touch; the call is UNPROVABLE now
+		return
+	}
+	rs.next++
+	c.steps++
+	if err != nil {
+		rs.final, rs.next = drivers.Fault, rs.chunks
+	}
+	if c.plan.errorAfterAt == c.steps && !c.stopped && c.access == drivers.AccessPending {
+		d.stop(c, drivers.Fault, c.plan.errorProves)
+	}
+	if rs.next < rs.chunks {
+		d.after(c, d.lblChunk, func() { d.moveChunk(c, i) })
+		d.mu.Unlock()
+		return
+	}
+	d.finishTransfer(c, i)
+	d.unlockAndWake()
+}
+
+// finishTransfer ends row i's transfer: a whole PUBLISH becomes visible at
+// once (D-SUB-5), first writer wins (D-SUB-4); the row gets its result, or
+// keeps the one a stop gave it. Caller holds d.mu.
+func (d *Driver) finishTransfer(c *call, i int) {
+	rs := &c.rs[i]
+	rs.phase = rowDone
+	if c.dir == drivers.Publish && rs.limit == len(rs.data) {
+		// A faulted publish that read everything may still land (D-STATUS).
+		if rs.final == drivers.OK || (rs.final == drivers.Fault && d.rFault.Chance(0.5)) {
+			d.store.put(Origin{Driver: d.name, Call: c.id, Row: i}, c.rows[i].Key, rs.data)
+		}
+	}
+	if !c.plan.wrongLength {
+		d.completeRow(c, i, rs.final)
+	}
+	if c.dir == drivers.Fetch && c.results[i] == drivers.OK && d.rFault.Chance(d.mix.LateWrite) {
+		// RDMA-style late write: after the result, before access ENDED.
+		d.after(c, d.lblLate, func() { d.lateWrite(c, i) })
+		return
+	}
+	c.inFlight--
+	d.maybeEnd(c)
+}
+
+// lateWrite writes row i's object into its slot again, whole.
+func (d *Driver) lateWrite(c *call, i int) {
+	d.mu.Lock()
+	if d.shut {
+		d.mu.Unlock()
+		return
+	}
+	reg, data := c.regions[i], c.rs[i].data
+	d.mu.Unlock()
+	_ = reg.Mem.Write(drivers.Toucher{Call: c.id, Row: i}, reg.SlotOffset(c.rows[i].Slot), data)
+	d.mu.Lock()
+	if d.shut {
+		d.mu.Unlock()
+		return
+	}
+	c.inFlight--
+	d.maybeEnd(c)
+	d.unlockAndWake()
+}
+
+// timeout is the driver giving up waiting for c.
+func (d *Driver) timeout(c *call) {
+	d.mu.Lock()
+	if !d.shut && !c.stopped && c.access == drivers.AccessPending {
+		d.stop(c, drivers.NotAttempted, true)
+	}
+	d.unlockAndWake()
+}
+
+// stop is the driver ceasing to wait for c (error-after, timeout): rows
+// without a result become FAULT when started, else idle; access becomes
+// UNPROVABLE (D-ACCESS: transfers may still land) and is proven ENDED once
+// they are over when proves is set. Caller holds d.mu.
+func (d *Driver) stop(c *call, idle drivers.Status, proves bool) {
+	c.stopped, c.proves = true, proves
+	for i := range c.rows {
+		if c.rs[i].phase == rowIdle {
+			d.completeRow(c, i, idle)
+		} else {
+			d.completeRow(c, i, drivers.Fault)
+		}
+	}
+	d.setAccess(c, drivers.AccessUnprovable)
+	d.maybeEnd(c)
+}
+
+// maybeEnd gives c its access evidence once every row is settled and no
+// transfer or late write is in flight. Caller holds d.mu.
+func (d *Driver) maybeEnd(c *call) {
+	if !c.begun || c.inFlight > 0 || c.proofDue || c.access == drivers.AccessEnded {
+		return
+	}
+	if c.access == drivers.AccessUnprovable {
+		if c.proves {
+			c.proofDue = true
+			d.after(c, d.lblProof, func() { d.proof(c) })
+		}
+		return
+	}
+	held := false
+	for i := range c.rows {
+		switch {
+		case c.results[i].Final():
+		case c.rs[i].phase == rowDone:
+			held = true // wrong-length: the answer is still to come
+		default:
+			return // a row start is still scheduled
+		}
+	}
+	switch {
+	case held:
+		// The store answered a wrong number of results: every row without a
+		// result FAULT, access UNPROVABLE (D-STATUS), never proven.
+		for i := range c.rows {
+			d.completeRow(c, i, drivers.Fault)
+		}
+		d.setAccess(c, drivers.AccessUnprovable)
+	case c.plan.unprovableLater:
+		c.proves = true
+		d.setAccess(c, drivers.AccessUnprovable)
+		d.maybeEnd(c)
+	default:
+		d.setAccess(c, drivers.AccessEnded)
+	}
+}
+
+func (d *Driver) proof(c *call) {
+	d.mu.Lock()
+	if !d.shut {
+		c.proofDue = false
+		d.setAccess(c, drivers.AccessEnded)
+	}
+	d.unlockAndWake()
+}
+
+// settle runs after a cancel: the call may now be quiet.
+func (d *Driver) settle(c *call) {
+	d.mu.Lock()
+	if !d.shut {
+		d.maybeEnd(c)
+	}
+	d.unlockAndWake()
+}
+
+// completeRow sets row i's final result once (D-STATUS, D-CB-3). Caller
+// holds d.mu.
+func (d *Driver) completeRow(c *call, i int, st drivers.Status) {
+	if c.results[i].Final() {
+		return
+	}
+	c.results[i] = st
+	d.changed(c)
+}
+
+// setAccess moves c's access along D-ACCESS only; ENDED frees the call's
+// regions for closing (D-REG-6). Caller holds d.mu.
+func (d *Driver) setAccess(c *call, a drivers.Access) {
+	if c.access == a || !c.access.CanBecome(a) {
+		return
+	}
+	c.access = a
+	if a == drivers.AccessEnded {
+		for _, h := range c.handles {
+			if b := d.bindings[h]; b != nil {
+				b.users--
+			}
+		}
+	}
+	d.changed(c)
+}
+
+// changed records a change of c's state; the callback is triggered once the
+// mutex is released (unlockAndWake), so state is set before the signal
+// (D-CB-1) and the last change is always followed by one (D-CB-2). Caller
+// holds d.mu.
+func (d *Driver) changed(c *call) {
+	c.version++
+	if !c.listed {
+		c.listed = true
+		d.toWake = append(d.toWake, c)
+	}
+}
+
+// unlockAndWake releases d.mu, then triggers the wakers of every changed
+// call. A trigger only queues the callback on the runtime.
+func (d *Driver) unlockAndWake() {
+	ws := d.toWake
+	d.toWake = nil
+	for _, c := range ws {
+		c.listed = false
+	}
+	d.mu.Unlock()
+	for _, c := range ws {
+		c.wake()
+	}
+}
+
+// runNotify is c's callback event: it runs onChange outside the mutex
+// (D-CB-4), never after Shutdown began (Shutdown runs what is owed itself,
+// D-CB-5), and retires the call once it is ENDED and told.
+func (d *Driver) runNotify(c *call) {
+	d.mu.Lock()
+	if d.shut {
+		d.mu.Unlock() // Shutdown runs every owed callback itself
+		return
+	}
+	if c.delivered == c.version || c.onChange == nil {
+		c.delivered = c.version
+		d.retire(c)
+		d.mu.Unlock()
+		return
+	}
+	v := c.version
+	c.running = true
+	d.inCallback++
+	d.mu.Unlock()
+
+	c.onChange()
+
+	d.mu.Lock()
+	c.running = false
+	d.inCallback--
+	c.delivered = max(c.delivered, v)
+	d.retire(c)
+	d.cond.Broadcast()
+	d.mu.Unlock()
+}
+
+// retire forgets a call that is ENDED and whose last change was told.
+// Caller holds d.mu.
+func (d *Driver) retire(c *call) {
+	if c.access == drivers.AccessEnded && c.delivered == c.version && !c.running {
+		delete(d.calls, c.id)
+	}
+}
+
+// callHandle is the drivers.Call handed to the caller.
+type callHandle struct {
+	d *Driver
+	c *call
+}
+
+// ID implements drivers.Call.
+func (h *callHandle) ID() drivers.CallID { return h.c.id }
+
+// Results implements drivers.Call: a snapshot, one entry per row in batch
+// order (D-STATUS).
+func (h *callHandle) Results() []drivers.Status {
+	h.d.mu.Lock()
+	defer h.d.mu.Unlock()
+	return append([]drivers.Status(nil), h.c.results...)
+}
+
+// Access implements drivers.Call (D-ACCESS).
+func (h *callHandle) Access() drivers.Access {
+	h.d.mu.Lock()
+	defer h.d.mu.Unlock()
+	return h.c.access
+}
+
+// Cancel implements drivers.Call (D-CAN-1, D-CAN-2): it never blocks, marks
+// the rows not started NOT_ATTEMPTED and lets transfers in flight finish
+// (completion may win). It never sets access itself: a settle event ends it
+// once nothing is in flight.
+func (h *callHandle) Cancel() drivers.CancelResult {
+	d, c := h.d, h.c
+	d.mu.Lock()
+	if !d.caps.CanCancel {
+		d.mu.Unlock()
+		return drivers.CancelUnsupported
+	}
+	done := true
+	for i := range c.rows {
+		if !c.results[i].Final() {
+			done = false
+			if c.rs[i].phase == rowIdle {
+				d.completeRow(c, i, drivers.NotAttempted)
+			}
+		}
+	}
+	if done {
+		d.mu.Unlock()
+		return drivers.CancelAlreadyDone
+	}
+	d.rt.After(0, d.lblSettle, func() { d.settle(c) })
+	d.unlockAndWake()
+	return drivers.CancelRequested
+}

@@ -1,0 +1,244 @@
+package memdriver
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/storesim/storesim/sim"
+)
+
+// FaultMix sets one rate in [0, 1] per fault kind of SPEC §6. A rate is the
+// chance the fault hits at its draw point (per row, per call, per lookup,
+// per registration or per close; see each field). Zero disables the fault.
+//
+// Every fault is legal behaviour of a conforming driver: under any mix the
+// driver still keeps every D-rule, so the faults test the caller, never the
+// contract. The zero value is [Calm].
+type FaultMix struct {
+	// RowFault (per row): the row ends FAULT after moving some or all of its
+	// bytes; a faulted PUBLISH may still have stored its object.
+	RowFault float64
+	// RowMiss (per row, evicting store only): the key is evicted right before
+	// a FETCH reads it (an honest MISS, slot untouched); a PUBLISH is
+	// declined (MISS, nothing stored).
+	RowMiss float64
+	// StaleLookup (per key found by Contains, evicting store only): the key
+	// is evicted before the next FETCH of it: present at lookup, MISS at
+	// fetch.
+	StaleLookup float64
+	// Evict (per row, evicting store only): the store evicts one key, chosen
+	// from its sorted key list, as the row starts.
+	Evict float64
+	// LookupError (per Contains): an outage or a wrong-length answer,
+	// reported as drivers.ErrLookupFailed, never as "absent" (D-LOOK-2).
+	LookupError float64
+	// SubmitReject (per Submit): back-pressure, drivers.ErrRejected;
+	// nothing escaped.
+	SubmitReject float64
+	// SubmitError (per Submit): Submit fails with an error that is none of
+	// the nothing-escaped sentinels, so the caller treats the rows as
+	// UNPROVABLE (D-SUB-2).
+	SubmitError float64
+	// ErrorBefore (per call): the call fails before any byte moved: every
+	// row FAULT, access ENDED.
+	ErrorBefore float64
+	// ErrorAfter (per call): a transport error after some bytes moved: rows
+	// without a result FAULT, access UNPROVABLE; transfers in flight may
+	// still land, and access is proven ENDED later in half the cases.
+	ErrorAfter float64
+	// WrongLength (per call): the store answers a wrong number of results:
+	// every row without a result FAULT, access UNPROVABLE, forever.
+	WrongLength float64
+	// Delay (per call): every step of the call is delayed by up to 50 step
+	// delays.
+	Delay float64
+	// LateWrite (per FETCH row answered OK): an RDMA-style late write: the
+	// same object bytes land in the slot again after the row result, before
+	// access ENDED.
+	LateWrite float64
+	// Timeout (per call): the driver stops waiting at a random time: rows
+	// without a result FAULT (started) or NOT_ATTEMPTED, access UNPROVABLE;
+	// proven ENDED once the abandoned transfers are over.
+	Timeout float64
+	// UnprovableLater (per call): access first becomes UNPROVABLE when the
+	// rows are done and is proven ENDED a while later.
+	UnprovableLater float64
+	// NeverEnds (per call): one row's transfer never finishes, so the call
+	// never reaches access evidence until Shutdown.
+	NeverEnds float64
+	// RegisterRefused (per Register, per region of RegisterTogether): the
+	// store refuses the registration.
+	RegisterRefused float64
+	// TogetherFail (per RegisterTogether): registration fails at region k.
+	TogetherFail float64
+	// RollbackFail (per rollback close after a together failure, and per
+	// retry of an in-doubt region at Shutdown): the close fails and the
+	// region is in doubt (D-TOG-2, D-QUAR).
+	RollbackFail float64
+	// UnregisterFail (per close): the close fails once; a later close
+	// retries (D-REG-4).
+	UnregisterFail float64
+	// UnregisterStuck (per registration): every close of the binding fails,
+	// forever.
+	UnregisterStuck float64
+	_               struct{}
+}
+
+// faultKind ties a fault's printed name to its field. swarmMax is the
+// highest rate [Swarm] picks for it.
+type faultKind struct {
+	name     string
+	field    func(*FaultMix) *float64
+	swarmMax float64
+}
+
+// faultKinds is the one table of fault kinds, in printing order.
+var faultKinds = []faultKind{
+	{"row-fault", func(m *FaultMix) *float64 { return &m.RowFault }, 0.2},
+	{"row-miss", func(m *FaultMix) *float64 { return &m.RowMiss }, 0.2},
+	{"stale-lookup", func(m *FaultMix) *float64 { return &m.StaleLookup }, 0.3},
+	{"evict", func(m *FaultMix) *float64 { return &m.Evict }, 0.2},
+	{"lookup-error", func(m *FaultMix) *float64 { return &m.LookupError }, 0.2},
+	{"submit-reject", func(m *FaultMix) *float64 { return &m.SubmitReject }, 0.2},
+	{"submit-error", func(m *FaultMix) *float64 { return &m.SubmitError }, 0.1},
+	{"error-before", func(m *FaultMix) *float64 { return &m.ErrorBefore }, 0.1},
+	{"error-after", func(m *FaultMix) *float64 { return &m.ErrorAfter }, 0.1},
+	{"wrong-length", func(m *FaultMix) *float64 { return &m.WrongLength }, 0.05},
+	{"delay", func(m *FaultMix) *float64 { return &m.Delay }, 0.3},
+	{"late-write", func(m *FaultMix) *float64 { return &m.LateWrite }, 0.3},
+	{"timeout", func(m *FaultMix) *float64 { return &m.Timeout }, 0.1},
+	{"unprovable-later", func(m *FaultMix) *float64 { return &m.UnprovableLater }, 0.1},
+	{"never-ends", func(m *FaultMix) *float64 { return &m.NeverEnds }, 0.05},
+	{"register-refused", func(m *FaultMix) *float64 { return &m.RegisterRefused }, 0.3},
+	{"together-fail", func(m *FaultMix) *float64 { return &m.TogetherFail }, 0.3},
+	{"rollback-fail", func(m *FaultMix) *float64 { return &m.RollbackFail }, 0.5},
+	{"unregister-fail", func(m *FaultMix) *float64 { return &m.UnregisterFail }, 0.5},
+	{"unregister-stuck", func(m *FaultMix) *float64 { return &m.UnregisterStuck }, 0.2},
+}
+
+// FaultNames lists every fault kind's printed name, in printing order.
+func FaultNames() []string {
+	names := make([]string, len(faultKinds))
+	for i, k := range faultKinds {
+		names[i] = k.name
+	}
+	return names
+}
+
+// Calm is the mix without faults.
+func Calm() FaultMix { return FaultMix{} }
+
+// Default is a moderate mix of the faults a conforming caller recovers from
+// on its own. It leaves out the faults that hold resources until Shutdown
+// (never-ends, rollback-fail, unregister-stuck).
+func Default() FaultMix {
+	return FaultMix{
+		RowFault: 0.02, RowMiss: 0.02, StaleLookup: 0.05, Evict: 0.02,
+		LookupError: 0.02, SubmitReject: 0.02, SubmitError: 0.01,
+		ErrorBefore: 0.01, ErrorAfter: 0.01, WrongLength: 0.005,
+		Delay: 0.05, LateWrite: 0.1, Timeout: 0.01, UnprovableLater: 0.02,
+		RegisterRefused: 0.05, TogetherFail: 0.05, UnregisterFail: 0.1,
+	}
+}
+
+// Swarm derives a fault mix from a run seed in the manner of FoundationDB's
+// BUGGIFY: from the stream sim.SubSeed(seed, "memdriver/swarm"), each kind
+// in printing order is enabled with probability 1/2, and an enabled kind gets
+// a rate log-uniform between 1/100 of its maximum and its maximum, rounded to
+// three significant digits. So each seed tests a different subset of faults
+// at different strengths, and one seed always gives the same mix.
+func Swarm(seed uint64) FaultMix {
+	r := sim.NewRand(sim.SubSeed(seed, "memdriver/swarm"))
+	var m FaultMix
+	for _, k := range faultKinds {
+		if !r.Chance(0.5) {
+			continue
+		}
+		rate := k.swarmMax * math.Pow(10, -2*r.Float64())
+		rate, _ = strconv.ParseFloat(strconv.FormatFloat(rate, 'g', 3, 64), 64)
+		*k.field(&m) = rate
+	}
+	return m
+}
+
+// DescribeSwarm prints the mix [Swarm] derives from seed, headed by a
+// comment line naming the seed; [ParseFaultMix] reads it back.
+func DescribeSwarm(seed uint64) string {
+	s := fmt.Sprintf("# memdriver swarm seed=%d\n", seed)
+	if mix := Swarm(seed).String(); mix != "" {
+		return s + mix + "\n"
+	}
+	return s + "# no faults\n"
+}
+
+// String prints one line per enabled fault, in printing order:
+// "fault row-fault rate=0.05". The calm mix prints as "".
+func (m FaultMix) String() string {
+	var lines []string
+	for _, k := range faultKinds {
+		if r := *k.field(&m); r != 0 {
+			lines = append(lines, "fault "+k.name+" rate="+strconv.FormatFloat(r, 'g', -1, 64))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Check reports a rate outside [0, 1], naming the fault.
+func (m FaultMix) Check() error {
+	for _, k := range faultKinds {
+		if r := *k.field(&m); math.IsNaN(r) || r < 0 || r > 1 {
+			return fmt.Errorf("%w: fault %s: rate %v outside [0, 1]", ErrBadFaultMix, k.name, r)
+		}
+	}
+	return nil
+}
+
+// ErrBadFaultMix is wrapped by every [ParseFaultMix] and [FaultMix.Check]
+// error.
+var ErrBadFaultMix = errors.New("memdriver: bad fault mix")
+
+// ParseFaultMix reads what [FaultMix.String] prints: one
+// "fault <name> rate=<r>" per line. Blank lines and lines starting with '#'
+// are skipped. An unknown fault, a repeated fault, a malformed line or a
+// rate outside [0, 1] is an error naming the line.
+func ParseFaultMix(text string) (FaultMix, error) {
+	var m FaultMix
+	seen := map[string]int{}
+	for i, line := range strings.Split(text, "\n") {
+		n := i + 1
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 3 || f[0] != "fault" || !strings.HasPrefix(f[2], "rate=") {
+			return FaultMix{}, fmt.Errorf("%w: line %d: %q: want \"fault <name> rate=<r>\"", ErrBadFaultMix, n, line)
+		}
+		k, ok := lookupFault(f[1])
+		if !ok {
+			return FaultMix{}, fmt.Errorf("%w: line %d: unknown fault %q (known: %s)", ErrBadFaultMix, n, f[1], strings.Join(FaultNames(), " "))
+		}
+		if prev, dup := seen[k.name]; dup {
+			return FaultMix{}, fmt.Errorf("%w: line %d: fault %s already set on line %d", ErrBadFaultMix, n, k.name, prev)
+		}
+		seen[k.name] = n
+		r, err := strconv.ParseFloat(strings.TrimPrefix(f[2], "rate="), 64)
+		if err != nil || math.IsNaN(r) || r < 0 || r > 1 {
+			return FaultMix{}, fmt.Errorf("%w: line %d: fault %s: rate %q is not a number in [0, 1]", ErrBadFaultMix, n, k.name, strings.TrimPrefix(f[2], "rate="))
+		}
+		*k.field(&m) = r
+	}
+	return m, nil
+}
+
+func lookupFault(name string) (faultKind, bool) {
+	for _, k := range faultKinds {
+		if k.name == name {
+			return k, true
+		}
+	}
+	return faultKind{}, false
+}
