@@ -1,0 +1,58 @@
+package model
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/storesim/storesim/drivers"
+)
+
+// CheckLiveness is the call-level liveness check, run when the simulation
+// has no runnable event left (quiescence, SPEC §5.5): after a successful
+// submit the driver owns the call until every row has a final result and
+// the call has access evidence (D-SUB-3). A call that has not, and that no
+// shutdown label names (a driver may honestly give up: D-SHUT-1), is a hang
+// — a lost final result or a lost wake-up (D-CB-2) looks exactly like this
+// from the boundary. One Liveness violation per pending call, at time at.
+func CheckLiveness(calls []CallInfo, at time.Duration, seed uint64) []Violation {
+	var out []Violation
+	for _, c := range calls {
+		if c.Labelled != "" {
+			continue
+		}
+		var pending []int
+		for i, r := range c.Rows {
+			if !r.Status.Final() {
+				pending = append(pending, i)
+			}
+		}
+		if len(pending) == 0 && c.Access.Evidenced() {
+			continue
+		}
+		v := Violation{Rule: "D-SUB-3", Class: Liveness, Call: c.ID, Row: -1, At: at, Seed: seed}
+		if len(pending) > 0 {
+			v.Row, v.Key = pending[0], c.Rows[pending[0]].Key
+		}
+		v.Detail = fmt.Sprintf("hang: %v call %d (%d rows) still pending at quiescence: rows %v without a final result, access %v; no shutdown label names it",
+			c.Dir, c.ID, len(c.Rows), pending, c.Access)
+		out = append(out, v)
+	}
+	SortViolations(out)
+	return out
+}
+
+// LivenessViolations runs CheckLiveness over the recorded calls.
+func (r *Recorder) LivenessViolations(at time.Duration) []Violation {
+	return CheckLiveness(r.Calls(), at, r.opts.Seed)
+}
+
+// PendingCalls lists the calls CheckLiveness would name, in order.
+func PendingCalls(vs []Violation) []drivers.CallID {
+	var ids []drivers.CallID
+	for _, v := range vs {
+		if v.Class == Liveness && v.Call != 0 {
+			ids = append(ids, v.Call)
+		}
+	}
+	return ids
+}

@@ -1,0 +1,126 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/sim/arena"
+)
+
+// CheckMemory is the memory oracle over a touch log (arena.Options.Log)
+// ordered by virtual time; calls are the recorder's facts (Recorder.Calls).
+// It checks, per touch:
+//
+//   - D-SUB-6: a touch by (call, row) is inside exactly that row's slot of
+//     that row's region (and by a call the monitor saw submitted);
+//   - D-ACCESS-END: no touch by a call after the monitor saw its access
+//     ENDED — here "after" is a later virtual time, so a touch at the same
+//     instant as ENDED passes (Recorder.MemoryViolations with the OnTouch
+//     hook orders them exactly);
+//   - D-STATUS: a FETCH row reported MISS or NOT_ATTEMPTED leaves its slot
+//     untouched — no write by that call and row, before or after the result.
+//
+// S-NO-LATE-ACCESS is judged by the arena at the touch (slot ownership);
+// Recorder.MemoryViolations collects those too.
+func CheckMemory(touches []arena.Touch, calls []CallInfo, seed uint64) []Violation {
+	ts := make([]stampedTouch, len(touches))
+	for i, t := range touches {
+		ts[i] = stampedTouch{Touch: t}
+	}
+	return checkTouches(ts, calls, nil, false, seed)
+}
+
+// MemoryViolations runs the memory oracle: the arenas' own S-NO-LATE-ACCESS
+// and D-SUB-6 findings, then CheckMemory's rules over the touches the
+// recorder saw through OnTouch (ordered exactly against the monitor's
+// events) or, if it saw none, over the arenas' touch logs.
+func (r *Recorder) MemoryViolations(arenas ...*arena.Arena) []Violation {
+	r.mu.Lock()
+	calls := r.callsLocked()
+	touches := append([]stampedTouch(nil), r.touches...)
+	tolerate := r.escaped > 0
+	r.mu.Unlock()
+	var avs []arena.Violation
+	for _, a := range arenas {
+		avs = append(avs, a.Violations()...)
+	}
+	if len(touches) == 0 {
+		for _, a := range arenas {
+			for _, t := range a.Touches() {
+				touches = append(touches, stampedTouch{Touch: t})
+			}
+		}
+	}
+	return checkTouches(touches, calls, avs, tolerate, r.opts.Seed)
+}
+
+// checkTouches: tolerateUnknown excuses touches by calls the monitor never
+// saw, when a submit failed after which rows may have escaped (D-SUB-2).
+func checkTouches(touches []stampedTouch, calls []CallInfo, avs []arena.Violation, tolerateUnknown bool, seed uint64) []Violation {
+	byID := make(map[drivers.CallID]*CallInfo, len(calls))
+	for i := range calls {
+		byID[calls[i].ID] = &calls[i]
+	}
+	keyOf := func(by drivers.Toucher) string {
+		if c := byID[by.Call]; c != nil && by.Row >= 0 && by.Row < len(c.Rows) {
+			return c.Rows[by.Row].Key
+		}
+		return ""
+	}
+	type once struct {
+		rule string
+		by   drivers.Toucher
+	}
+	seen := map[once]bool{}
+	var out []Violation
+	// One violation per rule, call and row: the first touch tells the story.
+	add := func(rule string, t arena.Touch, detail string) {
+		k := once{rule, t.By}
+		if seen[k] {
+			return
+		}
+		seen[k] = true
+		out = append(out, Violation{Rule: rule, Class: Safety, Call: t.By.Call, Row: t.By.Row,
+			Key: keyOf(t.By), At: t.At, Seed: seed, Detail: detail + ": " + t.String()})
+	}
+	for _, av := range avs {
+		add(av.Rule, av.Touch, av.Detail)
+	}
+	for _, t := range touches {
+		c := byID[t.By.Call]
+		switch {
+		case c == nil && tolerateUnknown:
+			continue
+		case c == nil:
+			add("D-SUB-6", t.Touch, fmt.Sprintf("touch by call %d, which the monitor never saw submitted", t.By.Call))
+			continue
+		case t.By.Row < 0 || t.By.Row >= len(c.Rows):
+			add("D-SUB-6", t.Touch, fmt.Sprintf("touch names row %d of a call with %d rows", t.By.Row, len(c.Rows)))
+			continue
+		}
+		row := c.Rows[t.By.Row]
+		switch {
+		case t.Slot < 0:
+			add("D-SUB-6", t.Touch, "access crosses a slot boundary or leaves the slot area")
+		case t.Region != row.Region || t.Slot != row.Slot:
+			add("D-SUB-6", t.Touch, fmt.Sprintf("touch outside the row's slot: the row is %s slot %d", row.Region, row.Slot))
+		}
+		if c.EndedSeq != 0 && touchedAfterEnd(t, c) {
+			add("D-ACCESS-END", t.Touch, fmt.Sprintf("%v after the monitor saw the call's access ENDED (#%d at %v)", t.Op, c.EndedSeq, c.EndedAt))
+		}
+		if c.Dir == drivers.Fetch && t.Op == arena.Write && (row.Status == drivers.Miss || row.Status == drivers.NotAttempted) {
+			add("D-STATUS", t.Touch, fmt.Sprintf("FETCH row reported %v must leave its slot untouched, but it was written", row.Status))
+		}
+	}
+	SortViolations(out)
+	return out
+}
+
+// touchedAfterEnd orders a touch against the ENDED the monitor saw: by event
+// sequence for touches stamped online, else by virtual time (strictly later).
+func touchedAfterEnd(t stampedTouch, c *CallInfo) bool {
+	if t.online {
+		return t.seq >= c.EndedSeq
+	}
+	return t.At > c.EndedAt
+}

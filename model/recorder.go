@@ -1,0 +1,557 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/monitor"
+	"github.com/storesim/storesim/sim/arena"
+)
+
+// Note tags: one annotation row each in the visualization.
+const (
+	TagFault    = "faults"
+	TagCallback = "callbacks"
+	TagAccess   = "access"
+	TagCancel   = "cancels"
+	TagRegion   = "regions"
+	TagShutdown = "shutdown"
+	TagStore    = "store"
+	TagLookup   = "lookups"
+	TagSubmit   = "submits"
+)
+
+// Note is one event worth showing next to the history: a callback, a
+// fault, an access change, a cancel, a registration, a store event. Seq is
+// in the same sequence as the operations' Call and Return.
+type Note struct {
+	Seq  int64
+	At   time.Duration
+	Tag  string
+	Call drivers.CallID
+	Key  string
+	Text string
+}
+
+func (n Note) String() string {
+	s := fmt.Sprintf("#%d %v %s", n.Seq, n.At, n.Tag)
+	if n.Call != 0 {
+		s += fmt.Sprintf(" call %d", n.Call)
+	}
+	if n.Key != "" {
+		s += fmt.Sprintf(" key %q", n.Key)
+	}
+	return s + ": " + n.Text
+}
+
+// RowInfo is what the recorder knows about one row of a call.
+type RowInfo struct {
+	Key    string
+	Region string // label; "" when the handle was not registered at submit
+	Slot   int
+	Status drivers.Status // PENDING until the monitor saw a final one
+	// Value is a Digest: of the slot at submit (PUBLISH) or when the row
+	// became final (FETCH OK); 0 otherwise.
+	Value    uint64
+	FinalSeq int64 // 0 while pending
+	FinalAt  time.Duration
+}
+
+// CallInfo is what the recorder knows about one submitted call: plain data,
+// so the memory oracle and the liveness check do not depend on the
+// recorder, the backend or the driver.
+type CallInfo struct {
+	ID  drivers.CallID
+	Dir drivers.Direction
+	// CallSeq is the invocation: SubmitStarting when the monitor reports it,
+	// else the Submitted event (or an earlier event of the call).
+	CallSeq  int64
+	CalledAt time.Duration
+	Rows     []RowInfo
+	Access   drivers.Access
+	EndedSeq int64 // 0 until the monitor saw ENDED
+	EndedAt  time.Duration
+	// Cancelled: Cancel was called. Callbacks counts callbacks seen (when
+	// the monitor reports them). Labelled is the shutdown label naming the
+	// call, if any.
+	Cancelled bool
+	Callbacks int
+	Labelled  string
+}
+
+// RecorderOptions configures a Recorder.
+type RecorderOptions struct {
+	// Peek reads a row's slot bytes without recording a touch; nil means
+	// PeekRegion.
+	Peek func(r drivers.Region, slot int) []byte
+	// Seed is stamped on every violation.
+	Seed uint64
+	// Lookups records each key of a successful Contains as a LOOKUP
+	// operation at the LookedUp event. Sound only where Contains is
+	// synchronous on the runtime (the simulator), since the event carries no
+	// start.
+	Lookups bool
+	// StoreLogComplete says the harness reports every put the store runs
+	// (Put): an ambiguous publish without a Put then had no effect.
+	StoreLogComplete bool
+	_                struct{}
+}
+
+// Recorder is the history recorder at the driver boundary: it implements
+// monitor.Observer and turns what the contract monitor sees into a History
+// (one operation per row result), per-call facts for the memory oracle and
+// the liveness check, and notes for the visualization. It is safe for
+// concurrent use (real-time mode).
+//
+// The monitor must report a row final before the backend hears of it (the
+// monitor reads results in the callback before forwarding it), so a FETCH
+// OK's slot is read before the lender can reuse it.
+//
+// Beyond monitor.Observer the monitor (or harness) may call SubmitStarting,
+// Callback, Put, Annotate and OnTouch; each is optional.
+type Recorder struct {
+	opts RecorderOptions
+	peek func(drivers.Region, int) []byte
+
+	mu       sync.Mutex
+	seq      int64
+	regions  map[drivers.Handle]drivers.Region
+	calls    map[drivers.CallID]*callRec
+	order    []*callRec
+	early    map[drivers.CallID][]earlyEvent
+	starting map[*drivers.Row]startMark
+	labels   map[drivers.CallID]string
+	puts     map[callRow]int64
+	extra    []Op // escaped publishes and lookups
+	escaped  int  // submits that failed with an error after which rows may have escaped
+	unread   int  // publish slots that could not be read
+	notes    []Note
+	touches  []stampedTouch
+}
+
+// callRec is a call's facts plus the regions its rows were on at submit.
+type callRec struct {
+	CallInfo
+	regs  []drivers.Region
+	known []bool
+}
+
+type callRow struct {
+	call drivers.CallID
+	row  int
+}
+
+type startMark struct {
+	seq int64
+	at  time.Duration
+}
+
+// earlyEvent is a row result or access change seen before Submitted named
+// the call (a callback may run before Submit returns, D-CB-4).
+type earlyEvent struct {
+	seq   int64
+	at    time.Duration
+	row   int // -1: access change
+	st    drivers.Status
+	acc   drivers.Access
+	isAcc bool
+}
+
+type stampedTouch struct {
+	arena.Touch
+	seq    int64
+	online bool
+}
+
+var _ monitor.Observer = (*Recorder)(nil)
+
+// NewRecorder returns an empty recorder.
+func NewRecorder(opts RecorderOptions) *Recorder {
+	r := &Recorder{
+		opts: opts, peek: opts.Peek,
+		regions:  map[drivers.Handle]drivers.Region{},
+		calls:    map[drivers.CallID]*callRec{},
+		early:    map[drivers.CallID][]earlyEvent{},
+		starting: map[*drivers.Row]startMark{},
+		labels:   map[drivers.CallID]string{},
+		puts:     map[callRow]int64{},
+	}
+	if r.peek == nil {
+		r.peek = PeekRegion
+	}
+	return r
+}
+
+// PeekRegion reads slot of r as its owner, without recording a touch: it
+// uses (*arena.Arena).Peek for simulated memory, copies drivers.Bytes, and
+// reads any other Memory on behalf of call 0 (no call). It returns nil when
+// the slot cannot be read.
+func PeekRegion(r drivers.Region, slot int) []byte {
+	if r.Mem == nil || slot < 0 || slot >= r.Slots || r.SlotBytes <= 0 {
+		return nil
+	}
+	off := r.SlotOffset(slot)
+	switch m := r.Mem.(type) {
+	case *arena.Arena:
+		return m.Peek(slot)
+	case drivers.Bytes:
+		if off+r.SlotBytes > len(m) {
+			return nil
+		}
+		return append([]byte(nil), m[off:off+r.SlotBytes]...)
+	}
+	buf := make([]byte, r.SlotBytes)
+	if r.Mem.Read(drivers.Toucher{Row: -1}, off, buf) != nil {
+		return nil
+	}
+	return buf
+}
+
+func (r *Recorder) next() int64 { r.seq++; return r.seq }
+
+func (r *Recorder) note(at time.Duration, tag string, call drivers.CallID, key, text string) {
+	r.notes = append(r.notes, Note{Seq: r.next(), At: at, Tag: tag, Call: call, Key: key, Text: text})
+}
+
+// Registered implements monitor.Observer.
+func (r *Recorder) Registered(at time.Duration, h drivers.Handle, reg drivers.Region) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.regions[h] = reg
+	r.note(at, TagRegion, 0, "", fmt.Sprintf("registered %s as handle %d", reg.Label, h))
+}
+
+// Unregistered implements monitor.Observer. The region stays known so rows
+// of older calls still resolve.
+func (r *Recorder) Unregistered(at time.Duration, h drivers.Handle, reg drivers.Region) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.note(at, TagRegion, 0, "", fmt.Sprintf("unregistered %s (handle %d)", reg.Label, h))
+}
+
+// SubmitStarting is optional: the monitor calls it just before the driver's
+// Submit, so the operations' call is the true invocation. Without it the
+// call is the Submitted event, which is exact on the simulator (Submit does
+// not run other calls' callbacks) but late in real time. It is matched to
+// Submitted by the batch's row array.
+func (r *Recorder) SubmitStarting(at time.Duration, b drivers.RowBatch) {
+	if len(b.Rows) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.starting[&b.Rows[0]] = startMark{seq: r.next(), at: at}
+}
+
+// Submitted implements monitor.Observer.
+func (r *Recorder) Submitted(at time.Duration, id drivers.CallID, b drivers.RowBatch, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seq := r.next()
+	start, started := startMark{seq: seq, at: at}, false
+	if len(b.Rows) > 0 {
+		if s, ok := r.starting[&b.Rows[0]]; ok {
+			start, started = s, true
+			delete(r.starting, &b.Rows[0])
+		}
+	}
+	if err != nil {
+		r.submitFailed(at, start, b, err)
+		return
+	}
+	if _, dup := r.calls[id]; dup {
+		r.note(at, TagSubmit, id, "", "Submitted again for a known call id; ignored")
+		return
+	}
+	c := &callRec{
+		CallInfo: CallInfo{ID: id, Dir: b.Dir, CallSeq: start.seq, CalledAt: start.at, Rows: make([]RowInfo, len(b.Rows))},
+		regs:     make([]drivers.Region, len(b.Rows)),
+		known:    make([]bool, len(b.Rows)),
+	}
+	for i, row := range b.Rows {
+		ri := RowInfo{Key: row.Key, Slot: row.Slot}
+		reg, ok := r.regions[row.Handle]
+		if ok {
+			ri.Region = reg.Label
+		}
+		c.regs[i], c.known[i] = reg, ok
+		if b.Dir == drivers.Publish {
+			ri.Value = r.publishDigest(reg, ok, row.Slot)
+		}
+		c.Rows[i] = ri
+	}
+	r.calls[id] = c
+	r.order = append(r.order, c)
+	for _, e := range r.early[id] {
+		if !started && e.seq < c.CallSeq {
+			c.CallSeq, c.CalledAt = e.seq, e.at
+		}
+		if e.isAcc {
+			r.access(c, e.seq, e.at, e.acc)
+		} else {
+			r.final(c, e.seq, e.at, e.row, e.st)
+		}
+	}
+	delete(r.early, id)
+}
+
+// submitFailed: InvalidSubmission, Closed and Rejected mean nothing escaped
+// (D-SUB-2); any other error means rows may have escaped, so its publishes
+// are ambiguous operations.
+func (r *Recorder) submitFailed(at time.Duration, start startMark, b drivers.RowBatch, err error) {
+	clean := errors.Is(err, drivers.ErrInvalidSubmission) || errors.Is(err, drivers.ErrClosed) || errors.Is(err, drivers.ErrRejected)
+	if clean {
+		r.note(at, TagSubmit, 0, "", fmt.Sprintf("%v of %d rows refused: %v", b.Dir, len(b.Rows), err))
+		return
+	}
+	r.escaped++
+	r.note(at, TagFault, 0, "", fmt.Sprintf("%v of %d rows failed, rows may have escaped (D-SUB-2): %v", b.Dir, len(b.Rows), err))
+	if b.Dir != drivers.Publish {
+		return
+	}
+	for i, row := range b.Rows {
+		reg, ok := r.regions[row.Handle]
+		r.extra = append(r.extra, Op{Kind: KindPublish, Key: row.Key, Status: drivers.Pending,
+			Value: r.publishDigest(reg, ok, row.Slot), Call: start.seq, Return: Never,
+			Row: i, CallAt: start.at})
+	}
+}
+
+// publishDigest reads the content a publish sends; an unreadable slot gets
+// a value of its own, unique, that no read can match.
+func (r *Recorder) publishDigest(reg drivers.Region, known bool, slot int) uint64 {
+	if known {
+		if b := r.peek(reg, slot); b != nil {
+			return Digest(b)
+		}
+	}
+	r.unread++
+	return Digest([]byte(fmt.Sprintf("storesim: unreadable publish slot #%d", r.unread)))
+}
+
+// fetchDigest reads what a FETCH OK delivered; an unreadable slot gives the
+// digest of nothing, which no publish has (slots are never empty), so the
+// read fails the model rather than passing unchecked.
+func (r *Recorder) fetchDigest(reg drivers.Region, known bool, slot int) uint64 {
+	if known {
+		if b := r.peek(reg, slot); b != nil {
+			return Digest(b)
+		}
+	}
+	return Digest(nil)
+}
+
+// RowFinal implements monitor.Observer.
+func (r *Recorder) RowFinal(at time.Duration, id drivers.CallID, row int, st drivers.Status) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seq := r.next()
+	c, ok := r.calls[id]
+	if !ok {
+		r.early[id] = append(r.early[id], earlyEvent{seq: seq, at: at, row: row, st: st})
+		return
+	}
+	r.final(c, seq, at, row, st)
+}
+
+func (r *Recorder) final(c *callRec, seq int64, at time.Duration, row int, st drivers.Status) {
+	if row < 0 || row >= len(c.Rows) || c.Rows[row].Status.Final() || !st.Final() {
+		return // the monitor reports these; the history keeps the first result
+	}
+	ri := &c.Rows[row]
+	ri.Status, ri.FinalSeq, ri.FinalAt = st, seq, at
+	if c.Dir == drivers.Fetch && st == drivers.OK {
+		ri.Value = r.fetchDigest(c.regs[row], c.known[row], ri.Slot)
+	}
+	if st == drivers.Fault || st == drivers.NotAttempted {
+		r.notes = append(r.notes, Note{Seq: seq, At: at, Tag: TagFault, Call: c.ID, Key: ri.Key,
+			Text: fmt.Sprintf("%v row %d %v", c.Dir, row, st)})
+	}
+}
+
+// AccessChanged implements monitor.Observer.
+func (r *Recorder) AccessChanged(at time.Duration, id drivers.CallID, acc drivers.Access) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seq := r.next()
+	c, ok := r.calls[id]
+	if !ok {
+		r.early[id] = append(r.early[id], earlyEvent{seq: seq, at: at, row: -1, acc: acc, isAcc: true})
+		return
+	}
+	r.access(c, seq, at, acc)
+}
+
+func (r *Recorder) access(c *callRec, seq int64, at time.Duration, acc drivers.Access) {
+	c.Access = acc
+	if acc == drivers.AccessEnded && c.EndedSeq == 0 {
+		c.EndedSeq, c.EndedAt = seq, at
+	}
+	r.notes = append(r.notes, Note{Seq: seq, At: at, Tag: TagAccess, Call: c.ID, Text: fmt.Sprintf("call %d access %v", c.ID, acc)})
+}
+
+// Cancelled implements monitor.Observer.
+func (r *Recorder) Cancelled(at time.Duration, id drivers.CallID, res drivers.CancelResult) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.calls[id]; ok {
+		c.Cancelled = true
+	}
+	r.note(at, TagCancel, id, "", fmt.Sprintf("cancel call %d: %v", id, res))
+}
+
+// Callback is optional: the monitor reports each change callback of call id
+// it forwards, for the visualization.
+func (r *Recorder) Callback(at time.Duration, id drivers.CallID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.calls[id]; ok {
+		c.Callbacks++
+	}
+	r.note(at, TagCallback, id, "", fmt.Sprintf("callback of call %d", id))
+}
+
+// LookedUp implements monitor.Observer. With RecorderOptions.Lookups each
+// key of a successful answer becomes a LOOKUP operation; an error
+// constrains nothing (D-LOOK-2: it is never "absent").
+func (r *Recorder) LookedUp(at time.Duration, keys []string, found []bool, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil || len(found) != len(keys) {
+		r.note(at, TagLookup, 0, "", fmt.Sprintf("lookup of %d keys failed: %v", len(keys), err))
+		return
+	}
+	seq := r.next()
+	if !r.opts.Lookups {
+		return
+	}
+	for i, k := range keys {
+		st := drivers.Miss
+		if found[i] {
+			st = drivers.OK
+		}
+		r.extra = append(r.extra, Op{Kind: KindLookup, Key: k, Status: st, Call: seq, Return: seq, Row: i, CallAt: at, ReturnAt: at})
+	}
+}
+
+// ShutDown implements monitor.Observer: a call named by a label
+// ("call:<id>:<why>") is excused from the liveness check — the driver said
+// honestly that it stopped waiting (D-SHUT-1).
+func (r *Recorder) ShutDown(at time.Duration, labels []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range labels {
+		parts := strings.SplitN(l, ":", 3)
+		if len(parts) == 3 && parts[0] == "call" {
+			if id, err := strconv.ParseUint(parts[1], 10, 64); err == nil {
+				if _, seen := r.labels[drivers.CallID(id)]; !seen {
+					r.labels[drivers.CallID(id)] = l
+				}
+			}
+		}
+	}
+	r.note(at, TagShutdown, 0, "", fmt.Sprintf("shutdown returned labels %q", labels))
+}
+
+// Put is optional: the harness reports that the store ran the put of row
+// row of call id (whether it wrote or kept the first object: the model's
+// publish step does the same). A publish row without OK/MISS is then
+// TookEffect at this point.
+func (r *Recorder) Put(at time.Duration, id drivers.CallID, row int, key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seq := r.next()
+	if _, ok := r.puts[callRow{id, row}]; !ok {
+		r.puts[callRow{id, row}] = seq
+	}
+	r.notes = append(r.notes, Note{Seq: seq, At: at, Tag: TagStore, Call: id, Key: key, Text: fmt.Sprintf("store ran put of call %d row %d", id, row)})
+}
+
+// Annotate is optional: the harness adds a note of its own (an injected
+// fault, an eviction, a lender event).
+func (r *Recorder) Annotate(at time.Duration, tag string, call drivers.CallID, key, text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.note(at, tag, call, key, text)
+}
+
+// OnTouch is the online hook for arena.Options.OnTouch: it stamps each touch
+// with its exact place among the monitor's events, so the memory oracle
+// orders a touch against the ENDED the monitor saw without relying on
+// virtual time (many events share one instant).
+func (r *Recorder) OnTouch(t arena.Touch) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.touches = append(r.touches, stampedTouch{Touch: t, seq: r.seq, online: true})
+}
+
+// Seq is the sequence number of the last event recorded.
+func (r *Recorder) Seq() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seq
+}
+
+// Calls returns a copy of every call's facts, in submission order.
+func (r *Recorder) Calls() []CallInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.callsLocked()
+}
+
+func (r *Recorder) callsLocked() []CallInfo {
+	out := make([]CallInfo, len(r.order))
+	for i, c := range r.order {
+		out[i] = c.CallInfo
+		out[i].Rows = append([]RowInfo(nil), c.Rows...)
+		out[i].Labelled = r.labels[c.ID]
+	}
+	return out
+}
+
+// Notes returns the notes, in sequence order.
+func (r *Recorder) Notes() []Note {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Note(nil), r.notes...)
+}
+
+// History returns one operation per row of every submitted call (and per
+// escaped publish, and per looked-up key with Lookups), in call order. A
+// publish row without OK/MISS is TookEffect when the harness reported its
+// Put, NoEffect when it did not and StoreLogComplete is set, else Ambiguous.
+func (r *Recorder) History() History {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var h History
+	for _, c := range r.order {
+		kind := KindFetch
+		if c.Dir == drivers.Publish {
+			kind = KindPublish
+		}
+		for i, row := range c.Rows {
+			op := Op{Kind: kind, Key: row.Key, Status: row.Status, Value: row.Value,
+				Call: c.CallSeq, Return: Never, CallID: c.ID, Row: i, CallAt: c.CalledAt}
+			if row.Status.Final() {
+				op.Return, op.ReturnAt = row.FinalSeq, row.FinalAt
+			}
+			if kind == KindPublish && !op.Settled() {
+				if seq, ok := r.puts[callRow{c.ID, i}]; ok {
+					op.Effect, op.EffectSeq = TookEffect, max(seq, op.Call)
+				} else if r.opts.StoreLogComplete {
+					op.Effect = NoEffect
+				}
+			}
+			h = append(h, op)
+		}
+	}
+	h = append(h, r.extra...)
+	sort.SliceStable(h, func(i, j int) bool { return h[i].Call < h[j].Call })
+	return h
+}

@@ -1,0 +1,542 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/storesim/storesim/drivers"
+)
+
+// Profile selects the reference store model (SPEC §5.1).
+type Profile uint8
+
+const (
+	// Durable: a stored object stays. Per key the state is absent or one
+	// value; PUBLISH OK of an absent key stores it and of a present key keeps
+	// the first value (D-SUB-4); PUBLISH MISS (declined) changes nothing and
+	// is legal in both states: present is "already there", absent is "no
+	// room" — the backend's second lookup (B-PUBLISH) tells them apart, the
+	// model does not need to; FETCH OK must return the current value; FETCH
+	// MISS requires absent.
+	Durable Profile = iota + 1
+	// Evicting: the store is a cache that may drop any key at any moment,
+	// silently (the in-memory store evicts a random key after a put) — so a
+	// FETCH MISS is always legal and leaves the key absent, and a publish of
+	// a key that may have been evicted may store its value. Per key the state
+	// is the set of values the key may hold, with absent always possible. A
+	// value never comes back once evicted (a MISS or a read of another value
+	// empties the set of the others) unless it is published again, and a
+	// publish of a present key still keeps the first value: once a read saw
+	// u, a read of a later-published v is legal only if u may have been
+	// evicted in between, and a read of u after v is not.
+	Evicting
+)
+
+func (p Profile) String() string {
+	switch p {
+	case Durable:
+		return "durable"
+	case Evicting:
+		return "evicting"
+	}
+	return fmt.Sprintf("profile(%d)", uint8(p))
+}
+
+// ErrBadProfile is returned for a Profile that is neither Durable nor Evicting.
+var ErrBadProfile = errors.New("model: unknown store profile")
+
+// step is what one operation asks of the model.
+type step uint8
+
+const (
+	stFetchOK   step = iota + 1 // the key holds value
+	stFetchMiss                 // the key is absent (durable) / evicted (evicting)
+	stStore                     // a put ran: store value if absent, else keep the first
+	stDecline                   // PUBLISH MISS: no change
+	stFound                     // lookup: some value present
+	stAbsent                    // lookup: absent
+)
+
+// input is the porcupine Input of one operation; the Output is unused
+// (everything the step needs is known at the call entry).
+type input struct {
+	step  step
+	value uint64
+	op    *Op
+}
+
+// Model returns the porcupine model of the profile, partitioned by key: the
+// history handed to porcupine must be grouped by key (Check does it).
+func (p Profile) Model() (porcupine.Model, error) {
+	m := porcupine.Model{
+		Partition:                 partitionByKey,
+		DescribeOperation:         describeOperation,
+		DescribeOperationMetadata: describeMetadata,
+	}
+	switch p {
+	case Durable:
+		m.Init = func() any { return uint64(0) }
+		m.Step = durableStep
+		m.Equal = func(a, b any) bool { return a.(uint64) == b.(uint64) }
+		m.Hash = func(s any) uint64 { return fmix(s.(uint64)) }
+		m.DescribeState = func(s any) string { return shortValue(s.(uint64)) }
+	case Evicting:
+		m.Init = func() any { return emptySet }
+		m.Step = evictingStep
+		m.Equal = func(a, b any) bool { return a.(*valueSet).equal(b.(*valueSet)) }
+		m.Hash = func(s any) uint64 { return s.(*valueSet).hash }
+		m.DescribeState = func(s any) string { return s.(*valueSet).String() }
+	default:
+		return porcupine.Model{}, fmt.Errorf("%w: %d", ErrBadProfile, uint8(p))
+	}
+	return m, nil
+}
+
+// durableStep: the state is the key's value, 0 for absent.
+func durableStep(state, in, _ any) (bool, any) {
+	v, i := state.(uint64), in.(*input)
+	switch i.step {
+	case stFetchOK:
+		return v == i.value, state
+	case stFetchMiss, stAbsent:
+		return v == 0, state
+	case stFound:
+		return v != 0, state
+	case stStore:
+		if v == 0 {
+			return true, i.value
+		}
+		return true, state // D-SUB-4: first writer wins
+	case stDecline:
+		return true, state
+	}
+	return false, state
+}
+
+// evictingStep: the state is the set of values the key may hold; absent is
+// always possible (an eviction may have happened at any moment).
+func evictingStep(state, in, _ any) (bool, any) {
+	s, i := state.(*valueSet), in.(*input)
+	switch i.step {
+	case stFetchOK:
+		if !s.has(i.value) {
+			return false, state
+		}
+		return true, singleSet(i.value)
+	case stFetchMiss, stAbsent:
+		return true, emptySet
+	case stFound:
+		return len(s.vals) > 0, state
+	case stStore:
+		// Kept the first value, or stored this one after an eviction.
+		return true, s.with(i.value)
+	case stDecline:
+		return true, state
+	}
+	return false, state
+}
+
+// valueSet is an immutable sorted set of digests (porcupine states must not
+// be mutated).
+type valueSet struct {
+	vals []uint64
+	hash uint64 // xor of fmix(v): order-free, so equal sets hash equal
+}
+
+var emptySet = &valueSet{}
+
+func singleSet(v uint64) *valueSet { return &valueSet{vals: []uint64{v}, hash: fmix(v)} }
+
+func (s *valueSet) has(v uint64) bool {
+	_, ok := slices.BinarySearch(s.vals, v)
+	return ok
+}
+
+func (s *valueSet) with(v uint64) *valueSet {
+	i, ok := slices.BinarySearch(s.vals, v)
+	if ok {
+		return s
+	}
+	vals := make([]uint64, 0, len(s.vals)+1)
+	vals = append(append(append(vals, s.vals[:i]...), v), s.vals[i:]...)
+	return &valueSet{vals: vals, hash: s.hash ^ fmix(v)}
+}
+
+func (s *valueSet) equal(o *valueSet) bool {
+	return s == o || (s.hash == o.hash && slices.Equal(s.vals, o.vals))
+}
+
+func (s *valueSet) String() string {
+	if len(s.vals) == 0 {
+		return "absent"
+	}
+	parts := make([]string, len(s.vals))
+	for i, v := range s.vals {
+		parts[i] = shortValue(v)
+	}
+	return "absent or one of {" + strings.Join(parts, ", ") + "}"
+}
+
+func partitionByKey(history []porcupine.Operation) [][]porcupine.Operation {
+	var parts [][]porcupine.Operation
+	start := 0
+	for i := 1; i <= len(history); i++ {
+		if i == len(history) || opOf(history[i]).Key != opOf(history[start]).Key {
+			parts = append(parts, history[start:i])
+			start = i
+		}
+	}
+	return parts
+}
+
+func opOf(o porcupine.Operation) *Op { return o.Input.(*input).op }
+
+func describeOperation(in, _ any) string {
+	i := in.(*input)
+	op := i.op
+	switch op.Kind {
+	case KindFetch:
+		if op.Status == drivers.OK {
+			return "FETCH → OK " + shortValue(op.Value)
+		}
+		return "FETCH → " + op.Status.String()
+	case KindLookup:
+		if op.Status == drivers.OK {
+			return "LOOKUP → found"
+		}
+		return "LOOKUP → absent"
+	}
+	s := "PUBLISH " + shortValue(op.Value) + " → " + op.Status.String()
+	if !op.Settled() {
+		s += " (" + op.Effect.String() + ")"
+	}
+	return s
+}
+
+func describeMetadata(meta any) string {
+	op, ok := meta.(*Op)
+	if !ok || op == nil {
+		return ""
+	}
+	return op.String()
+}
+
+// CheckResult is the verdict of Check. Outcome is porcupine's: Ok, Illegal,
+// or Unknown — a timeout (or, with Err set, a history that could not be
+// checked), which is its own outcome and never a pass.
+type CheckResult struct {
+	Outcome porcupine.CheckResult
+	Profile Profile
+	Err     error
+	// Info is porcupine's linearization data; HasInfo says whether it was
+	// computed (Check computes it only for an Illegal history, to keep the
+	// passing path fast; WriteVisualization computes what it needs).
+	Info    porcupine.LinearizationInfo
+	HasInfo bool
+	// IllegalKeys are the keys whose histories do not linearize.
+	IllegalKeys []string
+	// Checked operations were handed to porcupine; Dropped ones constrain
+	// nothing (FAULT/NOT_ATTEMPTED/pending fetches, NoEffect publishes,
+	// ambiguous publishes no read observed). Keys counts partitions.
+	Checked, Dropped, Keys int
+
+	model   porcupine.Model
+	ops     []porcupine.Operation
+	timeout time.Duration
+}
+
+// Ok reports a proven pass.
+func (r CheckResult) Ok() bool { return r.Outcome == porcupine.Ok && r.Err == nil }
+
+func (r CheckResult) String() string {
+	if r.Err != nil {
+		return fmt.Sprintf("S-LIN %v: %v", r.Outcome, r.Err)
+	}
+	s := fmt.Sprintf("S-LIN %v (%v profile, %d ops checked over %d keys, %d dropped)",
+		r.Outcome, r.Profile, r.Checked, r.Keys, r.Dropped)
+	if len(r.IllegalKeys) > 0 {
+		s += fmt.Sprintf(", illegal keys %q", r.IllegalKeys)
+	}
+	return s
+}
+
+// Check runs the S-LIN check: each row result is one operation on one key,
+// checked by porcupine against the profile's model, partitioned by key. A
+// timeout of 0 means none; a check that times out is Unknown.
+//
+// Before porcupine runs, a pre-pass drops what cannot change the verdict
+// (PERF-NOTES: never-returned operations blow the search up when a
+// violation is present): fetches and lookups without OK/MISS, NoEffect
+// publishes, and ambiguous publishes whose value no FETCH OK of the key
+// observed (every publish carries a unique value) on keys no lookup found
+// present. An ambiguous publish that is kept may be linearized anywhere
+// after its call, including after everything (= it never happened).
+func Check(h History, profile Profile, timeout time.Duration) CheckResult {
+	res := CheckResult{Outcome: porcupine.Unknown, Profile: profile, timeout: timeout}
+	m, err := profile.Model()
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	if err := h.Validate(); err != nil {
+		res.Err = err
+		return res
+	}
+	res.model = m
+	res.ops, res.Dropped = prepare(h)
+	res.Checked = len(res.ops)
+	res.Keys = len(partitionByKey(res.ops))
+	res.Outcome = porcupine.CheckOperationsTimeout(m, res.ops, timeout)
+	if res.Outcome == porcupine.Illegal {
+		// Find the failing keys (and keep the data for the report).
+		out, info := porcupine.CheckOperationsVerbose(m, res.ops, timeout)
+		res.Info, res.HasInfo = info, true
+		if out == porcupine.Illegal {
+			res.IllegalKeys = illegalKeys(res.ops, info)
+		}
+	}
+	return res
+}
+
+// prepare turns h into porcupine operations grouped by key (sorted), in call
+// order within a key, each on a visualization lane free at its call.
+func prepare(h History) ([]porcupine.Operation, int) {
+	ops := append(History(nil), h...) // porcupine keeps pointers into it
+	type obs struct {
+		key string
+		v   uint64
+	}
+	observed := map[obs]bool{}
+	found := map[string]bool{}
+	end := int64(0)
+	for _, op := range ops {
+		switch {
+		case op.Kind == KindFetch && op.Status == drivers.OK:
+			observed[obs{op.Key, op.Value}] = true
+		case op.Kind == KindLookup && op.Status == drivers.OK:
+			found[op.Key] = true
+		}
+		for _, t := range []int64{op.Call, op.Return, op.EffectSeq} {
+			if t != Never && t > end {
+				end = t
+			}
+		}
+	}
+	end++ // after every event: "never returned"
+
+	type prepared struct {
+		in        *input
+		call, ret int64
+		key       string
+		index     int
+	}
+	var list []prepared
+	dropped := 0
+	for i := range ops {
+		op := &ops[i]
+		in := &input{op: op, value: op.Value}
+		ret := op.Return
+		switch {
+		case op.Kind == KindFetch && op.Status == drivers.OK:
+			in.step = stFetchOK
+		case op.Kind == KindFetch && op.Status == drivers.Miss:
+			in.step = stFetchMiss
+		case op.Kind == KindLookup && op.Status == drivers.OK:
+			in.step = stFound
+		case op.Kind == KindLookup && op.Status == drivers.Miss:
+			in.step = stAbsent
+		case op.Kind == KindPublish && op.Status == drivers.OK:
+			in.step = stStore
+		case op.Kind == KindPublish && op.Status == drivers.Miss:
+			in.step = stDecline
+		case op.Kind == KindPublish && op.Effect == TookEffect && op.EffectSeq > 0:
+			in.step, ret = stStore, max(op.EffectSeq, op.Call)
+		case op.Kind == KindPublish && op.Effect != NoEffect &&
+			(observed[obs{op.Key, op.Value}] || found[op.Key]):
+			in.step, ret = stStore, Never
+		default:
+			// A fetch or lookup without OK/MISS constrains nothing; a
+			// NoEffect publish did not happen; an unobserved ambiguous one
+			// may as well not have (linearized last, it changes nothing).
+			dropped++
+			continue
+		}
+		if ret == Never {
+			ret = end
+		}
+		list = append(list, prepared{in: in, call: op.Call, ret: ret, key: op.Key, index: i})
+	}
+	sort.SliceStable(list, func(i, j int) bool {
+		a, b := list[i], list[j]
+		switch {
+		case a.key != b.key:
+			return a.key < b.key
+		case a.call != b.call:
+			return a.call < b.call
+		case a.ret != b.ret:
+			return a.ret < b.ret
+		}
+		return a.index < b.index
+	})
+	out := make([]porcupine.Operation, len(list))
+	var lanes []int64 // per lane: the return of its last operation
+	for i, p := range list {
+		if i == 0 || p.key != list[i-1].key {
+			lanes = lanes[:0]
+		}
+		lane := -1
+		for j, free := range lanes {
+			if free < p.call {
+				lane = j
+				break
+			}
+		}
+		if lane < 0 {
+			lane = len(lanes)
+			lanes = append(lanes, 0)
+		}
+		lanes[lane] = p.ret
+		out[i] = porcupine.Operation{ClientId: lane, Input: p.in, Call: p.call, Return: p.ret, Metadata: p.in.op}
+	}
+	return out, dropped
+}
+
+// illegalKeys names the partitions no complete linearization covers.
+func illegalKeys(ops []porcupine.Operation, info porcupine.LinearizationInfo) []string {
+	var keys []string
+	parts := partitionByKey(ops)
+	partials := info.PartialLinearizations()
+	for i, part := range parts {
+		if i < len(partials) && longest(partials[i]) < len(part) {
+			keys = append(keys, opOf(part[0]).Key)
+		}
+	}
+	return keys
+}
+
+func longest(partials [][]int) int {
+	n := 0
+	for _, p := range partials {
+		n = max(n, len(p))
+	}
+	return n
+}
+
+// Violations turns an Illegal verdict into one S-LIN violation per failing
+// key, naming the first operation no linearization could place. Ok and
+// Unknown give none: the caller reports Unknown as its own outcome.
+func (r CheckResult) Violations(seed uint64) []Violation {
+	if r.Outcome != porcupine.Illegal {
+		return nil
+	}
+	if len(r.IllegalKeys) == 0 {
+		return []Violation{{Rule: "S-LIN", Class: Safety, Row: -1, Seed: seed,
+			Detail: fmt.Sprintf("history not linearizable against the %v store model (the failing keys were not identified before the timeout)", r.Profile)}}
+	}
+	parts := partitionByKey(r.ops)
+	partials := r.Info.PartialLinearizations()
+	var vs []Violation
+	for i, part := range parts {
+		key := opOf(part[0]).Key
+		if !slices.Contains(r.IllegalKeys, key) || i >= len(partials) {
+			continue
+		}
+		best := []int(nil)
+		for _, p := range partials[i] {
+			if len(p) > len(best) {
+				best = p
+			}
+		}
+		in := make([]bool, len(part))
+		for _, id := range best {
+			in[id] = true
+		}
+		var first *Op
+		firstID := -1
+		for id := range part {
+			if !in[id] && (firstID < 0 || part[id].Return < part[firstID].Return) {
+				firstID = id
+			}
+		}
+		if firstID >= 0 {
+			first = opOf(part[firstID])
+		}
+		v := Violation{Rule: "S-LIN", Class: Safety, Row: -1, Key: key, Seed: seed,
+			Detail: fmt.Sprintf("the key's history is not linearizable against the %v store model: the longest linearization places %d of its %d operations",
+				r.Profile, len(best), len(part))}
+		if first != nil {
+			v.Call, v.Row, v.At = first.CallID, first.Row, first.ReturnAt
+			if first.Return == Never {
+				v.At = first.CallAt
+			}
+			v.Detail += "; the first one it cannot place: " + first.String()
+		}
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+// WriteVisualization writes porcupine's HTML view of the check: for an
+// Illegal result only the failing keys, else the whole history. Notes whose
+// call or key appears in the view (and notes about neither, like shutdown)
+// are drawn as annotations: callbacks, faults, access changes, cancels,
+// region lifecycle.
+func WriteVisualization(w io.Writer, res CheckResult, notes []Note) error {
+	if res.Err != nil {
+		return fmt.Errorf("model: no visualization: %w", res.Err)
+	}
+	if res.model.Step == nil {
+		return fmt.Errorf("model: no visualization of a CheckResult that Check did not return")
+	}
+	ops := res.ops
+	if len(res.IllegalKeys) > 0 {
+		ops = nil
+		for _, o := range res.ops {
+			if slices.Contains(res.IllegalKeys, opOf(o).Key) {
+				ops = append(ops, o)
+			}
+		}
+	}
+	_, info := porcupine.CheckOperationsVerbose(res.model, ops, res.timeout)
+	info.AddAnnotations(annotations(ops, notes))
+	return porcupine.Visualize(res.model, info, w)
+}
+
+var tagColors = map[string][2]string{ // text, background
+	TagFault:    {"#ffffff", "#c0392b"},
+	TagCallback: {"", "#d6eaf8"},
+	TagAccess:   {"", "#d5f5e3"},
+	TagCancel:   {"", "#fdebd0"},
+	TagRegion:   {"", "#e5e7e9"},
+	TagShutdown: {"#ffffff", "#6c3483"},
+	TagStore:    {"", "#fcf3cf"},
+	TagLookup:   {"", "#ebdef0"},
+}
+
+func annotations(ops []porcupine.Operation, notes []Note) []porcupine.Annotation {
+	keys, calls := map[string]bool{}, map[drivers.CallID]bool{}
+	for _, o := range ops {
+		op := opOf(o)
+		keys[op.Key] = true
+		calls[op.CallID] = true
+	}
+	var out []porcupine.Annotation
+	for _, n := range notes {
+		if !(keys[n.Key] || (n.Call != 0 && calls[n.Call]) || (n.Key == "" && n.Call == 0)) {
+			continue
+		}
+		c := tagColors[n.Tag]
+		out = append(out, porcupine.Annotation{
+			Tag: n.Tag, Start: n.Seq, Description: n.Text,
+			Details:   fmt.Sprintf("#%d at %v: %s", n.Seq, n.At, n.Text),
+			TextColor: c[0], BackgroundColor: c[1],
+		})
+	}
+	return out
+}
