@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/storesim/storesim/backend/backendtest"
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/sim"
 )
@@ -32,17 +33,17 @@ func TestNewValidation(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFake(c.caps)
+			f := backendtest.New(c.caps)
 			b, err := New(sim.New(sim.Options{}), f, c.regions, c.cfg)
 			if b != nil || !errors.Is(err, c.want) {
 				t.Fatalf("New = %v, %v; want nil, %v (repro: go test ./backend -run 'TestNewValidation/%s')", b, err, c.want, c.name)
 			}
-			if len(f.log) != 0 {
-				t.Fatalf("the store was asked: %q (repro: go test ./backend -run 'TestNewValidation/%s')", f.log, c.name)
+			if len(f.Log()) != 0 {
+				t.Fatalf("the store was asked: %q (repro: go test ./backend -run 'TestNewValidation/%s')", f.Log(), c.name)
 			}
 		})
 	}
-	b, err := New(sim.New(sim.Options{}), newFake(defaultCaps), good, Config{Name: "x"})
+	b, err := New(sim.New(sim.Options{}), backendtest.New(defaultCaps), good, Config{Name: "x"})
 	if err != nil || b.Config().MaxCallsInFlight != DefaultMaxCallsInFlight || b.Config().DrainTimeout != DefaultDrainTimeout {
 		t.Fatalf("defaults not applied: %+v, %v (repro: go test ./backend -run TestNewValidation)", b.Config(), err)
 	}
@@ -64,7 +65,7 @@ func TestRegistrationFailures(t *testing.T) {
 		name       string
 		together   bool
 		registerAt func(drivers.Region) error
-		together_  func([]drivers.Region) error
+		togetherErr  func([]drivers.Region) error
 		bound      []string // regions with a live handle after New
 		wantLog    []string // after New, up to shutdown
 		labels     []string
@@ -84,11 +85,11 @@ func TestRegistrationFailures(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			repro := fmt.Sprintf("(repro: go test ./backend -run 'TestRegistrationFailures/%s')", c.name)
-			f := newFake(defaultCaps)
-			f.registerErr = c.registerAt
+			f := backendtest.New(defaultCaps)
+			f.RegisterErr = c.registerAt
 			var d drivers.Driver = f
 			if c.together {
-				d = &fakeTogether{fakeDriver: f, togetherErr: c.together_}
+				d = &backendtest.Together{Driver: f, TogetherErr: c.togetherErr}
 			}
 			s := sim.New(sim.Options{Seed: 3})
 			b, err := New(s, d, regionsN(3, 4), Config{})
@@ -112,8 +113,8 @@ func TestRegistrationFailures(t *testing.T) {
 			if err := s.RunUntilIdle(1000); err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(f.log, c.wantLog) || !slices.Equal(labels, c.labels) {
-				t.Fatalf("log %q labels %q; want %q %q %s", f.log, labels, c.wantLog, c.labels, repro)
+			if !slices.Equal(f.Log(), c.wantLog) || !slices.Equal(labels, c.labels) {
+				t.Fatalf("log %q labels %q; want %q %q %s", f.Log(), labels, c.wantLog, c.labels, repro)
 			}
 		})
 	}
@@ -124,7 +125,7 @@ func TestShutdown(t *testing.T) {
 	t.Run("clean", func(t *testing.T) {
 		e := newEnv(t, defaultCaps, Config{})
 		a := e.mustAdmit(drivers.Fetch, e.view("a"))
-		e.call(0).finish(ended, ok)
+		e.call(0).Finish(ended, ok)
 		e.run()
 		if l := e.shutdown(); len(l) != 0 {
 			t.Fatalf("labels %q, want none %s", l, e.repro)
@@ -142,11 +143,11 @@ func TestShutdown(t *testing.T) {
 		called := false
 		e.b.Shutdown(func(l []string) { labels, called = l, true })
 		e.s.RunUntil(time.Second) // before the drain deadline
-		if called || e.call(0).cancels != 1 {
-			t.Fatalf("shutdown finished before drain (labels %q) or cancels %d != 1 %s", labels, e.call(0).cancels, e.repro)
+		if called || e.call(0).Cancels() != 1 {
+			t.Fatalf("shutdown finished before drain (labels %q) or cancels %d != 1 %s", labels, e.call(0).Cancels(), e.repro)
 		}
 		e.wantOutcome(a, Cancelled, nil, pend)
-		e.call(0).finish(ended, na)
+		e.call(0).Finish(ended, na)
 		e.run()
 		if !called || len(labels) != 0 {
 			t.Fatalf("shutdown done %v labels %q, want done with none %s", called, labels, e.repro)
@@ -157,7 +158,7 @@ func TestShutdown(t *testing.T) {
 	t.Run("unprovable-call-keeps-memory-retained", func(t *testing.T) {
 		e := newEnv(t, defaultCaps, Config{})
 		a := e.mustAdmit(drivers.Fetch, e.view("a"))
-		e.call(0).finish(unpr, flt)
+		e.call(0).Finish(unpr, flt)
 		e.run()
 		l := e.shutdown()
 		want := []string{"call:1:unprovable", "region:A:retained"}
@@ -172,7 +173,7 @@ func TestShutdown(t *testing.T) {
 	})
 	t.Run("unprovable-submit-keeps-region", func(t *testing.T) {
 		e := newEnv(t, defaultCaps, Config{})
-		e.f.submitErr = func(drivers.RowBatch) error { return errors.New("reset") }
+		e.f.SubmitErr = func(drivers.RowBatch) error { return errors.New("reset") }
 		e.mustAdmit(drivers.Publish, e.view("a"))
 		if l := e.shutdown(); !slices.Equal(l, []string{"region:A:retained"}) {
 			t.Fatalf("labels %q, want region:A:retained %s", l, e.repro)
@@ -193,7 +194,7 @@ func TestShutdown(t *testing.T) {
 	t.Run("unregister-failing-once-then-retry", func(t *testing.T) {
 		e := newEnv(t, defaultCaps, Config{})
 		fails := 1
-		e.f.unregisterErr = func(h drivers.Handle) error {
+		e.f.UnregisterErr = func(h drivers.Handle) error {
 			if h == 2 && fails > 0 {
 				fails--
 				return drivers.ErrUnregisterFailed
@@ -214,7 +215,7 @@ func TestShutdown(t *testing.T) {
 		var got [][]string
 		e.b.Shutdown(func(l []string) { got = append(got, l) })
 		e.b.Shutdown(func(l []string) { got = append(got, l) })
-		e.call(0).finish(ended, ok)
+		e.call(0).Finish(ended, ok)
 		e.run()
 		if len(got) != 2 || len(got[0]) != 0 || len(got[1]) != 0 {
 			t.Fatalf("done callbacks %q, want two empty %s", got, e.repro)
@@ -222,8 +223,8 @@ func TestShutdown(t *testing.T) {
 		e.wantLog("submit FETCH a", "unregister 1", "unregister 2", "shutdown")
 	})
 	t.Run("together-unregister-in-doubt", func(t *testing.T) {
-		f := newFake(defaultCaps)
-		d := &fakeTogether{fakeDriver: f, untogetherErr: func([]drivers.Handle) error {
+		f := backendtest.New(defaultCaps)
+		d := &backendtest.Together{Driver: f, UntogetherErr: func([]drivers.Handle) error {
 			return &drivers.InDoubtError{Op: "unregister", Labels: []string{"B"}, Err: drivers.ErrUnregisterFailed}
 		}}
 		s := sim.New(sim.Options{})
@@ -251,7 +252,7 @@ func TestPending(t *testing.T) {
 	if got := e.b.Pending(); !slices.Equal(got, want) {
 		t.Fatalf("Pending = %q, want %q %s", got, want, e.repro)
 	}
-	e.call(0).finish(ended, ok)
+	e.call(0).Finish(ended, ok)
 	e.run()
 	if got := e.b.Pending(); len(got) != 0 {
 		t.Fatalf("Pending = %q, want none %s", got, e.repro)

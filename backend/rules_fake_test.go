@@ -95,12 +95,12 @@ func TestSubmitAdmission(t *testing.T) {
 func TestSubmitClosed(t *testing.T) {
 	e := newEnv(t, defaultCaps, Config{})
 	e.shutdown()
-	n := len(e.f.log)
+	n := len(e.f.Log())
 	if a, err := e.b.Fetch(e.view("a")); !errors.Is(err, ErrClosed) || !errors.Is(err, ErrSubmissionRejected) || a != nil {
 		t.Fatalf("Fetch after shutdown = %v, %v; want ErrClosed %s", a, err, e.repro)
 	}
-	if len(e.f.log) != n || e.b.Stats().Rejected != 1 {
-		t.Fatalf("refused Fetch reached the driver (%q) or was not counted %s", e.f.log[n:], e.repro)
+	if len(e.f.Log()) != n || e.b.Stats().Rejected != 1 {
+		t.Fatalf("refused Fetch reached the driver (%q) or was not counted %s", e.f.Log()[n:], e.repro)
 	}
 }
 
@@ -128,12 +128,12 @@ func TestCutCalls(t *testing.T) {
 			caps.AbsentIsMiss = c.absent
 			e := newEnv(t, caps, Config{})
 			for _, k := range c.keys {
-				e.f.present[k] = c.dir == drivers.Fetch
+				e.f.Present[k] = c.dir == drivers.Fetch
 			}
 			a := e.mustAdmit(c.dir, e.view(c.keys...))
 			e.wantLog(c.wantLog...)
-			for _, fc := range e.f.calls {
-				fc.finish(ended, ok)
+			for _, fc := range e.f.Calls() {
+				fc.Finish(ended, ok)
 			}
 			e.run()
 			e.wantOutcome(a, Delivered, bools("11111"[:len(c.keys)]), ended)
@@ -148,13 +148,13 @@ func TestBound(t *testing.T) {
 		e := newEnv(t, defaultCaps, Config{MaxCallsInFlight: 1, MaxQueuedCalls: 2})
 		a := e.mustAdmit(drivers.Fetch, e.view("a", "b", "c"))
 		e.wantLog("submit FETCH a b")
-		e.call(0).finish(pend, ok) // results final, access not
+		e.call(0).Finish(pend, ok) // results final, access not
 		e.run()
 		e.wantLog("submit FETCH a b")
-		e.call(0).finish(ended)
+		e.call(0).Finish(ended)
 		e.run()
 		e.wantLog("submit FETCH a b", "submit FETCH c")
-		e.call(1).finish(ended, miss)
+		e.call(1).Finish(ended, miss)
 		e.run()
 		e.wantOutcome(a, Delivered, bools("110"), ended)
 	})
@@ -180,13 +180,13 @@ func TestBound(t *testing.T) {
 	t.Run("unprovable-gauge", func(t *testing.T) {
 		e := newEnv(t, defaultCaps, Config{MaxCallsInFlight: 1, MaxUnprovable: 1})
 		a1 := e.mustAdmit(drivers.Fetch, e.view("a"))
-		e.call(0).finish(unpr, flt)
+		e.call(0).Finish(unpr, flt)
 		e.run()
 		e.wantOutcome(a1, Failed, nil, unpr)
 		v := e.view("x", "b")
 		v.Mask[0] = false
 		a2 := e.mustAdmit(drivers.Fetch, v) // the UNPROVABLE call freed its slot
-		e.call(1).finish(unpr, ok)
+		e.call(1).Finish(unpr, ok)
 		e.run()
 		e.wantOutcome(a2, Delivered, bools("01"), unpr) // results stand; memory stays retained
 		if s := e.b.Stats(); s.Unprovable != 2 || s.RetainedBytes != 16 || s.InFlight != 0 {
@@ -195,7 +195,7 @@ func TestBound(t *testing.T) {
 		if _, err := e.b.Fetch(e.view("c")); !errors.Is(err, ErrTooManyUnprovable) {
 			t.Fatalf("admission with gauge 2 > 1: %v, want ErrTooManyUnprovable %s", err, e.repro)
 		}
-		e.call(0).finish(ended) // proof arrives later (D-ACCESS)
+		e.call(0).Finish(ended) // proof arrives later (D-ACCESS)
 		e.run()
 		e.wantOutcome(a1, Failed, nil, ended)
 		if s := e.b.Stats(); s.Unprovable != 1 || s.RetainedBytes != 8 || s.UnprovableTotal != 2 {
@@ -242,10 +242,10 @@ func TestFetch(t *testing.T) {
 		{"unprovable-call", true, nil, nil, []finishStep{step(unpr, flt)}, Failed, "", unpr,
 			[]string{"submit FETCH a b"}},
 		{"submit-rejected-nothing-escaped", true, nil, func(f *fakeDriver) {
-			f.submitErr = func(drivers.RowBatch) error { return drivers.ErrRejected }
+			f.SubmitErr = func(drivers.RowBatch) error { return drivers.ErrRejected }
 		}, nil, Failed, "", ended, []string{"submit FETCH a b"}},
 		{"submit-error-is-unprovable", true, nil, func(f *fakeDriver) {
-			f.submitErr = func(drivers.RowBatch) error { return errors.New("connection reset") }
+			f.SubmitErr = func(drivers.RowBatch) error { return errors.New("connection reset") }
 		}, nil, Failed, "", unpr, []string{"submit FETCH a b"}},
 		{"lookup-first-fetch-only-present", false, []string{"a", "c"}, nil, []finishStep{step(ended, ok), step(ended, ok)}, Delivered, "101", ended,
 			[]string{"contains a b", "submit FETCH a", "contains c", "submit FETCH c"}},
@@ -254,9 +254,9 @@ func TestFetch(t *testing.T) {
 		{"nothing-present-no-call", false, nil, nil, nil, Delivered, "000", ended,
 			[]string{"contains a b", "contains c"}},
 		{"lookup-outage-is-not-a-miss", false, []string{"a"}, func(f *fakeDriver) {
-			f.containsErr = func([]string) error { return drivers.ErrLookupFailed }
+			f.ContainsErr = func([]string) error { return drivers.ErrLookupFailed }
 		}, nil, Failed, "", ended, []string{"contains a b"}},
-		{"lookup-wrong-length", false, []string{"a"}, func(f *fakeDriver) { f.containsShort = true }, nil, Failed, "", ended,
+		{"lookup-wrong-length", false, []string{"a"}, func(f *fakeDriver) { f.ContainsShort = true }, nil, Failed, "", ended,
 			[]string{"contains a b"}},
 	}
 	for _, c := range cases {
@@ -265,14 +265,14 @@ func TestFetch(t *testing.T) {
 			caps.AbsentIsMiss = c.absent
 			e := newEnv(t, caps, Config{MaxCallsInFlight: 1})
 			for _, k := range c.present {
-				e.f.present[k] = true
+				e.f.Present[k] = true
 			}
 			if c.setup != nil {
 				c.setup(e.f)
 			}
 			a := e.mustAdmit(drivers.Fetch, e.view("a", "b", "c"))
 			for i, s := range c.steps {
-				e.call(i).finish(s.acc, s.sts...)
+				e.call(i).Finish(s.acc, s.sts...)
 				e.run()
 			}
 			e.run()
@@ -290,8 +290,8 @@ func TestFetch(t *testing.T) {
 func TestFetchWrongLength(t *testing.T) {
 	e := newEnv(t, defaultCaps, Config{})
 	a := e.mustAdmit(drivers.Fetch, e.view("a", "b"))
-	e.call(0).short = true
-	e.call(0).finish(ended, ok)
+	e.call(0).Short = true
+	e.call(0).Finish(ended, ok)
 	e.run()
 	e.wantOutcome(a, Failed, nil, unpr)
 	if !errors.Is(a.Outcome().Reason, ErrWrongLength) || e.b.Stats().Unprovable != 1 {
@@ -326,11 +326,11 @@ func TestPublish(t *testing.T) {
 		{"fault-fails", nil, nil, nil, []finishStep{step(ended, ok, flt)}, Failed, "",
 			[]string{"contains a b", "submit PUBLISH a b"}, 0, 0},
 		{"lookup-outage-puts-nothing", nil, nil, func(f *fakeDriver) {
-			f.containsErr = func([]string) error { return drivers.ErrLookupFailed }
+			f.ContainsErr = func([]string) error { return drivers.ErrLookupFailed }
 		}, nil, Failed, "", []string{"contains a b"}, 0, 0},
 		{"recheck-outage-fails", nil, nil, func(f *fakeDriver) {
 			n := 0
-			f.containsErr = func([]string) error {
+			f.ContainsErr = func([]string) error {
 				if n++; n > 1 {
 					return drivers.ErrLookupFailed
 				}
@@ -342,17 +342,17 @@ func TestPublish(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, defaultCaps, Config{})
 			for _, k := range c.present {
-				e.f.present[k] = true
+				e.f.Present[k] = true
 			}
 			if c.setup != nil {
 				c.setup(e.f)
 			}
 			a := e.mustAdmit(drivers.Publish, e.view("a", "b"))
 			for _, k := range c.later {
-				e.f.present[k] = true
+				e.f.Present[k] = true
 			}
 			for i, s := range c.steps {
-				e.call(i).finish(s.acc, s.sts...)
+				e.call(i).Finish(s.acc, s.sts...)
 			}
 			e.run()
 			e.wantLog(c.log...)
@@ -369,7 +369,7 @@ func TestOutcome(t *testing.T) {
 	t.Run("cancel-before-completion-event-wins", func(t *testing.T) {
 		e := newEnv(t, defaultCaps, Config{})
 		a := e.mustAdmit(drivers.Fetch, e.view("a"))
-		e.call(0).finish(ended, ok) // the driver completed; our event has not run
+		e.call(0).Finish(ended, ok) // the driver completed; our event has not run
 		if !a.Cancel() {
 			t.Fatalf("Cancel did not commit %s", e.repro)
 		}
@@ -379,28 +379,28 @@ func TestOutcome(t *testing.T) {
 	t.Run("completion-before-cancel-wins", func(t *testing.T) {
 		e := newEnv(t, defaultCaps, Config{})
 		a := e.mustAdmit(drivers.Fetch, e.view("a"))
-		e.call(0).finish(pend, ok)
+		e.call(0).Finish(pend, ok)
 		e.run()
 		if a.Cancel() {
 			t.Fatalf("Cancel committed over Delivered %s", e.repro)
 		}
-		e.call(0).finish(ended)
+		e.call(0).Finish(ended)
 		e.run()
 		e.wantOutcome(a, Delivered, bools("1"), ended)
-		if e.call(0).cancels != 0 {
+		if e.call(0).Cancels() != 0 {
 			t.Fatalf("a call with final results was cancelled %s", e.repro)
 		}
 	})
 	t.Run("late-success-never-overrides-failure", func(t *testing.T) {
 		e := newEnv(t, defaultCaps, Config{MaxCallsInFlight: 2})
 		a := e.mustAdmit(drivers.Fetch, e.view("a", "b", "c"))
-		e.call(1).finish(ended, flt)
+		e.call(1).Finish(ended, flt)
 		e.run()
-		e.call(0).finish(ended, ok)
+		e.call(0).Finish(ended, ok)
 		e.run()
 		e.wantOutcome(a, Failed, nil, ended)
-		if e.call(0).cancels != 1 {
-			t.Fatalf("the failed attempt's other call got %d cancels, want 1 %s", e.call(0).cancels, e.repro)
+		if e.call(0).Cancels() != 1 {
+			t.Fatalf("the failed attempt's other call got %d cancels, want 1 %s", e.call(0).Cancels(), e.repro)
 		}
 	})
 }
@@ -409,16 +409,16 @@ func TestOutcome(t *testing.T) {
 func TestAccess(t *testing.T) {
 	e := newEnv(t, defaultCaps, Config{MaxCallsInFlight: 2})
 	a := e.mustAdmit(drivers.Fetch, e.view("a", "b", "c"))
-	e.call(0).finish(pend, ok)
-	e.call(1).finish(unpr, ok)
+	e.call(0).Finish(pend, ok)
+	e.call(1).Finish(unpr, ok)
 	e.run()
 	e.wantOutcome(a, Delivered, bools("111"), unpr) // UNPROVABLE as soon as one is
-	e.call(0).finish(ended)
+	e.call(0).Finish(ended)
 	e.run()
 	if e.b.Quiesce(a) {
 		t.Fatalf("Quiesce true with one call UNPROVABLE %s", e.repro)
 	}
-	e.call(1).finish(ended)
+	e.call(1).Finish(ended)
 	e.run()
 	if !e.b.Quiesce(a) || a.Access() != ended {
 		t.Fatalf("Quiesce false / access %v after every call ENDED %s", a.Access(), e.repro)
@@ -437,10 +437,10 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("Cancel should commit once %s", e.repro)
 	}
 	e.wantOutcome(a, Cancelled, nil, pend) // the in-flight call has no evidence yet
-	if e.call(0).cancels != 1 {
-		t.Fatalf("in-flight call got %d cancels, want exactly 1 %s", e.call(0).cancels, e.repro)
+	if e.call(0).Cancels() != 1 {
+		t.Fatalf("in-flight call got %d cancels, want exactly 1 %s", e.call(0).Cancels(), e.repro)
 	}
-	e.call(0).finish(ended, na)
+	e.call(0).Finish(ended, na)
 	e.run()
 	e.wantLog("submit FETCH a b") // queued batches were dropped
 	e.wantOutcome(a, Cancelled, nil, ended)

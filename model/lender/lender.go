@@ -1,0 +1,200 @@
+// Package lender is the memory owner of SPEC §4: the test double that lends
+// region slots to a backend per attempt and the oracle that says whether the
+// backend let it reuse memory safely.
+//
+// A [Lender] creates one arena (sim/arena) per region, so every driver touch
+// is observed. It lends slots per attempt ([Lender.Lend]), builds the view
+// rows for them, and subscribes to the backend's Config.OnChange
+// ([Lender.OnChange]). From then on:
+//
+//   - S-RELEASE: a loan's slots go back (poisoned) only once the attempt's
+//     outcome is committed and its access is ENDED. An UNPROVABLE attempt's
+//     slots are retained forever (counted), even if proof arrives later.
+//   - S-MARKS: for a fetch, exactly the served rows are marked arrived; a
+//     failed, cancelled or missed row never is.
+//   - S-HOLD: the hold on all regions is released only when the backend's
+//     shutdown returned no labels ([Lender.ShutdownReturned]); then the
+//     arenas are marked unregistered, so any later touch is an
+//     S-NO-LATE-ACCESS violation.
+//
+// A backend that breaks these rules shows up as a [Violation] naming the
+// rule: evidence withdrawn after a release (S-RELEASE), marks that no longer
+// match the outcome (S-MARKS), a shutdown that reported nothing while an
+// attempt's access was not ENDED (S-HOLD), and every touch the arenas caught
+// (S-NO-LATE-ACCESS, D-SUB-6).
+//
+// The lender is driven from the runtime's event context, like the backend.
+package lender
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/storesim/storesim/backend"
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/sim"
+	"github.com/storesim/storesim/sim/arena"
+)
+
+// Spec describes one region the lender creates.
+type Spec struct {
+	Label            string
+	Slots, SlotBytes int
+	_                struct{}
+}
+
+// Errors.
+var (
+	ErrBadSpec   = errors.New("bad lender region spec")
+	ErrNoSlots   = errors.New("not enough free slots")
+	ErrBadLoan   = errors.New("bad loan use")
+	ErrBadView   = errors.New("cannot build view")
+	ErrUnbound   = errors.New("region not bound by the backend")
+	ErrNotHolder = errors.New("lender no longer holds its regions")
+)
+
+// Violation is a rule the backend broke, seen by the lender or its arenas.
+type Violation struct {
+	Rule   string // S-RELEASE, S-HOLD, S-MARKS, S-NO-LATE-ACCESS, D-SUB-6
+	At     time.Duration
+	Loan   uint64 // 0 when it concerns no loan
+	Detail string
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("%s at %v loan %d: %s", v.Rule, v.At, v.Loan, v.Detail)
+}
+
+// SlotRef names one slot.
+type SlotRef struct {
+	Region string
+	Slot   int
+}
+
+// LoanState is where a loan's slots are.
+type LoanState uint8
+
+const (
+	// Lent: the backend may touch the slots.
+	Lent LoanState = iota + 1
+	// Released: committed outcome and access ENDED; slots are back, poisoned.
+	Released
+	// Retained: the attempt was UNPROVABLE; slots are never reused.
+	Retained
+	// Returned: never submitted (admission refused); slots are back.
+	Returned
+)
+
+func (s LoanState) String() string {
+	return [...]string{"?", "lent", "released", "retained", "returned"}[s]
+}
+
+// Loan is the slots lent for one attempt, one per view position.
+type Loan struct {
+	id      uint64
+	slots   []SlotRef
+	bytes   int64
+	attempt *backend.Attempt
+	state   LoanState
+	marks   []bool           // arrived rows (S-MARKS), by view position
+	marked  *backend.Outcome // the outcome the marks were taken from
+	proven  bool             // retained, then access ENDED
+	seen    backend.Outcome  // outcome at release (S-RELEASE re-checks it)
+}
+
+// ID is unique per lender, from 1.
+func (ln *Loan) ID() uint64 { return ln.id }
+
+// Slots lists the loan's slots in view order.
+func (ln *Loan) Slots() []SlotRef { return append([]SlotRef(nil), ln.slots...) }
+
+// State is where the loan's slots are.
+func (ln *Loan) State() LoanState { return ln.state }
+
+// Attempt is the attempt the loan was attached to, or nil.
+func (ln *Loan) Attempt() *backend.Attempt { return ln.attempt }
+
+// Marks is the arrived marks, by view position (S-MARKS).
+func (ln *Loan) Marks() []bool { return append([]bool(nil), ln.marks...) }
+
+// Stats counts slots.
+type Stats struct {
+	Lent, Released, Retained int
+	RetainedBytes            int64
+}
+
+// Lender owns the regions' memory.
+type Lender struct {
+	clock      sim.Clock
+	arenas     []*arena.Arena
+	byLabel    map[string]*arena.Arena
+	nextLoan   uint64
+	loans      map[*backend.Attempt]*Loan
+	all        []*Loan
+	held       bool
+	violations []Violation
+	stats      Stats
+}
+
+// New creates one arena per spec, all slots at the lender, and takes the
+// hold on them. clock stamps touches and violations (it may be nil).
+func New(clock sim.Clock, specs ...Spec) (*Lender, error) {
+	l := &Lender{clock: clock, byLabel: map[string]*arena.Arena{}, loans: map[*backend.Attempt]*Loan{}, held: true}
+	for _, s := range specs {
+		switch {
+		case s.Label == "" || l.byLabel[s.Label] != nil:
+			return nil, fmt.Errorf("%w: label %q empty or used twice", ErrBadSpec, s.Label)
+		case s.Slots <= 0 || s.SlotBytes <= 0:
+			return nil, fmt.Errorf("%w: region %q: %d slots of %d bytes", ErrBadSpec, s.Label, s.Slots, s.SlotBytes)
+		}
+		a := arena.New(s.Label, s.Slots, s.SlotBytes, arena.Options{Clock: clock})
+		l.arenas = append(l.arenas, a)
+		l.byLabel[s.Label] = a
+	}
+	return l, nil
+}
+
+// Regions is what the backend registers, in spec order.
+func (l *Lender) Regions() []drivers.Region {
+	out := make([]drivers.Region, len(l.arenas))
+	for i, a := range l.arenas {
+		out[i] = a.Region()
+	}
+	return out
+}
+
+// Arena returns the arena of a region.
+func (l *Lender) Arena(label string) *arena.Arena { return l.byLabel[label] }
+
+func (l *Lender) now() time.Duration {
+	if l.clock == nil {
+		return 0
+	}
+	return l.clock.Now()
+}
+
+func (l *Lender) violate(rule string, ln *Loan, format string, args ...any) {
+	v := Violation{Rule: rule, At: l.now(), Detail: fmt.Sprintf(format, args...)}
+	if ln != nil {
+		v.Loan = ln.id
+	}
+	l.violations = append(l.violations, v)
+}
+
+// Stats returns the slot counts.
+func (l *Lender) Stats() Stats { return l.stats }
+
+// Held reports whether the lender still holds its regions (S-HOLD).
+func (l *Lender) Held() bool { return l.held }
+
+// Violations returns the lender's own violations, then each arena's.
+func (l *Lender) Violations() []Violation {
+	out := append([]Violation(nil), l.violations...)
+	for _, a := range l.arenas {
+		for _, v := range a.Violations() {
+			out = append(out, Violation{Rule: v.Rule, At: v.Touch.At, Detail: v.Detail + ": " + v.Touch.String()})
+		}
+	}
+	return out
+}

@@ -1,0 +1,160 @@
+package lender
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/storesim/storesim/backend"
+	"github.com/storesim/storesim/drivers"
+)
+
+// Lend lends n free slots (lowest region, then lowest slot first) for one
+// attempt, or none.
+func (l *Lender) Lend(n int) (*Loan, error) {
+	if !l.held {
+		return nil, ErrNotHolder
+	}
+	l.nextLoan++
+	ln := &Loan{id: l.nextLoan, state: Lent}
+	for _, a := range l.arenas {
+		for s := 0; s < a.Region().Slots && len(ln.slots) < n; s++ {
+			if a.State(s) == 0 && !l.reserved(ln, a.Label(), s) {
+				ln.slots = append(ln.slots, SlotRef{a.Label(), s})
+			}
+		}
+	}
+	if len(ln.slots) < n {
+		l.nextLoan--
+		return nil, fmt.Errorf("%w: want %d, have %d", ErrNoSlots, n, len(ln.slots))
+	}
+	for _, r := range ln.slots {
+		a := l.byLabel[r.Region]
+		a.Lend(r.Slot, ln.id)
+		ln.bytes += int64(a.Region().SlotBytes)
+	}
+	l.stats.Lent += n
+	l.all = append(l.all, ln)
+	return ln, nil
+}
+
+func (l *Lender) reserved(ln *Loan, region string, slot int) bool {
+	return slices.Contains(ln.slots, SlotRef{region, slot})
+}
+
+// Fill writes content into the loan's i-th slot as the owner.
+func (l *Lender) Fill(ln *Loan, i int, content []byte) {
+	r := ln.slots[i]
+	l.byLabel[r.Region].Fill(r.Slot, content)
+}
+
+// Peek reads the loan's i-th slot as the owner.
+func (l *Lender) Peek(ln *Loan, i int) []byte {
+	r := ln.slots[i]
+	return l.byLabel[r.Region].Peek(r.Slot)
+}
+
+// Handles is what a view needs from the backend.
+type Handles interface {
+	Handle(label string) (drivers.Handle, bool)
+}
+
+// View builds the view of the loan: row i is keys[i] on slot i, masked in
+// when mask is nil or mask[i].
+func (ln *Loan) View(b Handles, keys []string, mask []bool) (drivers.View, error) {
+	if len(keys) != len(ln.slots) || (mask != nil && len(mask) != len(keys)) {
+		return drivers.View{}, fmt.Errorf("%w: %d keys, %d mask bits for %d slots", ErrBadView, len(keys), len(mask), len(ln.slots))
+	}
+	v := drivers.View{Rows: make([]drivers.Row, len(keys)), Mask: make([]bool, len(keys))}
+	for i, k := range keys {
+		h, ok := b.Handle(ln.slots[i].Region)
+		if !ok {
+			return drivers.View{}, fmt.Errorf("%w: %q", ErrUnbound, ln.slots[i].Region)
+		}
+		v.Rows[i] = drivers.Row{Key: k, Handle: h, Slot: ln.slots[i].Slot, Position: i}
+		v.Mask[i] = mask == nil || mask[i]
+	}
+	return v, nil
+}
+
+// Return takes back a loan that never reached the backend (admission
+// refused: nothing escaped).
+func (l *Lender) Return(ln *Loan) error {
+	if ln.attempt != nil || ln.state != Lent {
+		return fmt.Errorf("%w: return of loan %d (%v, attached %v)", ErrBadLoan, ln.id, ln.state, ln.attempt != nil)
+	}
+	l.giveBack(ln, Returned)
+	return nil
+}
+
+// Attach ties a loan to the attempt its view was admitted as, and applies
+// what the attempt already shows.
+func (l *Lender) Attach(ln *Loan, a *backend.Attempt) error {
+	if ln.attempt != nil || ln.state != Lent || a == nil {
+		return fmt.Errorf("%w: attach of loan %d (%v)", ErrBadLoan, ln.id, ln.state)
+	}
+	ln.attempt = a
+	ln.marks = make([]bool, len(ln.slots))
+	l.loans[a] = ln
+	l.observe(ln)
+	return nil
+}
+
+// Fetch lends len(keys) slots, submits them for FETCH and attaches the loan;
+// a refused admission returns the slots.
+func (l *Lender) Fetch(b *backend.Backend, keys []string) (*Loan, *backend.Attempt, error) {
+	return l.submit(b, drivers.Fetch, keys, nil)
+}
+
+// Publish lends len(keys) slots, fills slot i with contents[i], submits them
+// for PUBLISH and attaches the loan.
+func (l *Lender) Publish(b *backend.Backend, keys []string, contents [][]byte) (*Loan, *backend.Attempt, error) {
+	if len(contents) != len(keys) {
+		return nil, nil, fmt.Errorf("%w: %d contents for %d keys", ErrBadView, len(contents), len(keys))
+	}
+	return l.submit(b, drivers.Publish, keys, contents)
+}
+
+func (l *Lender) submit(b *backend.Backend, dir drivers.Direction, keys []string, contents [][]byte) (*Loan, *backend.Attempt, error) {
+	ln, err := l.Lend(len(keys))
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, c := range contents {
+		l.Fill(ln, i, c)
+	}
+	v, err := ln.View(b, keys, nil)
+	var a *backend.Attempt
+	if err == nil {
+		if dir == drivers.Fetch {
+			a, err = b.Fetch(v)
+		} else {
+			a, err = b.Publish(v)
+		}
+	}
+	if err != nil {
+		_ = l.Return(ln)
+		return nil, nil, err
+	}
+	return ln, a, l.Attach(ln, a)
+}
+
+func (l *Lender) giveBack(ln *Loan, st LoanState) {
+	for _, r := range ln.slots {
+		l.byLabel[r.Region].Release(r.Slot) // poisons (S-NO-LATE-ACCESS)
+	}
+	ln.state = st
+	l.stats.Lent -= len(ln.slots)
+	if st == Released {
+		l.stats.Released += len(ln.slots)
+	}
+}
+
+func (l *Lender) retain(ln *Loan) {
+	for _, r := range ln.slots {
+		l.byLabel[r.Region].Retain(r.Slot)
+	}
+	ln.state = Retained
+	l.stats.Lent -= len(ln.slots)
+	l.stats.Retained += len(ln.slots)
+	l.stats.RetainedBytes += ln.bytes
+}
