@@ -136,4 +136,3 @@ func bools(s string) []bool {
 	}
 	return out
 }
-

@@ -62,13 +62,13 @@ func TestRegistrationFailures(t *testing.T) {
 		}
 	}
 	cases := []struct {
-		name       string
-		together   bool
-		registerAt func(drivers.Region) error
-		togetherErr  func([]drivers.Region) error
-		bound      []string // regions with a live handle after New
-		wantLog    []string // after New, up to shutdown
-		labels     []string
+		name        string
+		together    bool
+		registerAt  func(drivers.Region) error
+		togetherErr func([]drivers.Region) error
+		bound       []string // regions with a live handle after New
+		wantLog     []string // after New, up to shutdown
+		labels      []string
 	}{
 		{"one-by-one-refused-at-region-k-keeps-earlier", false, refuseAt("C", drivers.ErrRegistrationRefused), nil,
 			[]string{"A", "B"}, []string{"register A", "register B", "register C", "unregister 1", "unregister 2", "shutdown"}, nil},

@@ -51,7 +51,9 @@ func (f *Driver) Calls() []*Call { return slices.Clone(f.calls) }
 // Live reports whether h is a live registration.
 func (f *Driver) Live(h drivers.Handle) bool { _, ok := f.live[h]; return ok }
 
-func (f *Driver) logf(format string, args ...any) { f.log = append(f.log, fmt.Sprintf(format, args...)) }
+func (f *Driver) logf(format string, args ...any) {
+	f.log = append(f.log, fmt.Sprintf(format, args...))
+}
 
 // Capabilities implements drivers.Driver.
 func (f *Driver) Capabilities() drivers.Capabilities { return f.Caps }
