@@ -90,12 +90,25 @@ func (s LoanState) String() string {
 	return [...]string{"?", "lent", "released", "retained", "returned"}[s]
 }
 
+// Attempt is what the lender reads of an attempt; *backend.Attempt
+// implements it. Tests and planted bugs feed it other implementations to
+// prove the checks fire.
+type Attempt interface {
+	ID() uint64
+	Dir() drivers.Direction
+	View() drivers.View
+	Outcome() backend.Outcome
+	Access() drivers.Access
+}
+
+var _ Attempt = (*backend.Attempt)(nil)
+
 // Loan is the slots lent for one attempt, one per view position.
 type Loan struct {
 	id      uint64
 	slots   []SlotRef
 	bytes   int64
-	attempt *backend.Attempt
+	attempt Attempt
 	state   LoanState
 	marks   []bool           // arrived rows (S-MARKS), by view position
 	marked  *backend.Outcome // the outcome the marks were taken from
@@ -113,7 +126,7 @@ func (ln *Loan) Slots() []SlotRef { return append([]SlotRef(nil), ln.slots...) }
 func (ln *Loan) State() LoanState { return ln.state }
 
 // Attempt is the attempt the loan was attached to, or nil.
-func (ln *Loan) Attempt() *backend.Attempt { return ln.attempt }
+func (ln *Loan) Attempt() Attempt { return ln.attempt }
 
 // Marks is the arrived marks, by view position (S-MARKS).
 func (ln *Loan) Marks() []bool { return append([]bool(nil), ln.marks...) }
@@ -130,7 +143,7 @@ type Lender struct {
 	arenas     []*arena.Arena
 	byLabel    map[string]*arena.Arena
 	nextLoan   uint64
-	loans      map[*backend.Attempt]*Loan
+	loans      map[Attempt]*Loan
 	all        []*Loan
 	held       bool
 	violations []Violation
@@ -140,7 +153,7 @@ type Lender struct {
 // New creates one arena per spec, all slots at the lender, and takes the
 // hold on them. clock stamps touches and violations (it may be nil).
 func New(clock sim.Clock, specs ...Spec) (*Lender, error) {
-	l := &Lender{clock: clock, byLabel: map[string]*arena.Arena{}, loans: map[*backend.Attempt]*Loan{}, held: true}
+	l := &Lender{clock: clock, byLabel: map[string]*arena.Arena{}, loans: map[Attempt]*Loan{}, held: true}
 	for _, s := range specs {
 		switch {
 		case s.Label == "" || l.byLabel[s.Label] != nil:

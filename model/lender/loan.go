@@ -2,10 +2,10 @@ package lender
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/storesim/storesim/backend"
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/sim/arena"
 )
 
 // Lend lends n free slots (lowest region, then lowest slot first) for one
@@ -18,7 +18,7 @@ func (l *Lender) Lend(n int) (*Loan, error) {
 	ln := &Loan{id: l.nextLoan, state: Lent}
 	for _, a := range l.arenas {
 		for s := 0; s < a.Region().Slots && len(ln.slots) < n; s++ {
-			if a.State(s) == 0 && !l.reserved(ln, a.Label(), s) {
+			if a.State(s) == arena.AtLender {
 				ln.slots = append(ln.slots, SlotRef{a.Label(), s})
 			}
 		}
@@ -35,10 +35,6 @@ func (l *Lender) Lend(n int) (*Loan, error) {
 	l.stats.Lent += n
 	l.all = append(l.all, ln)
 	return ln, nil
-}
-
-func (l *Lender) reserved(ln *Loan, region string, slot int) bool {
-	return slices.Contains(ln.slots, SlotRef{region, slot})
 }
 
 // Fill writes content into the loan's i-th slot as the owner.
@@ -88,7 +84,7 @@ func (l *Lender) Return(ln *Loan) error {
 
 // Attach ties a loan to the attempt its view was admitted as, and applies
 // what the attempt already shows.
-func (l *Lender) Attach(ln *Loan, a *backend.Attempt) error {
+func (l *Lender) Attach(ln *Loan, a Attempt) error {
 	if ln.attempt != nil || ln.state != Lent || a == nil {
 		return fmt.Errorf("%w: attach of loan %d (%v)", ErrBadLoan, ln.id, ln.state)
 	}

@@ -8,7 +8,11 @@ import (
 )
 
 // OnChange is the backend's Config.OnChange subscriber.
-func (l *Lender) OnChange(a *backend.Attempt) {
+func (l *Lender) OnChange(a *backend.Attempt) { l.Observe(a) }
+
+// Observe applies what an attached attempt shows now: marks, release,
+// retention, and the checks on evidence seen before.
+func (l *Lender) Observe(a Attempt) {
 	if ln := l.loans[a]; ln != nil {
 		l.observe(ln)
 	}
