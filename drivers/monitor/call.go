@@ -1,0 +1,448 @@
+package monitor
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/storesim/storesim/drivers"
+)
+
+// callRec is everything the monitor knows of one Submit.
+type callRec struct {
+	m       *Monitor
+	index   int // position in Monitor.order
+	id      drivers.CallID
+	batch   drivers.RowBatch
+	handles []drivers.Handle // distinct handles the batch names
+	inner   drivers.Call     // nil until Submit returned
+	refused bool             // Submit returned an error
+	invalid bool             // the batch failed RowBatch.Validate
+
+	known    []drivers.Status // first final status seen per row (D-CB-3)
+	knownAcc drivers.Access
+	badLen   bool // Results() had the wrong length once
+
+	// The signalled state: the join of every callback snapshot (D-CB-1/2).
+	cbRes     []drivers.Status
+	cbAcc     drivers.Access
+	callbacks int
+	empty     int  // callbacks whose snapshot added nothing
+	unknown   bool // some callback could not be snapshotted (D-CB-4 probe)
+	early     int  // callbacks before Submit returned
+}
+
+func sortedCalls(set map[drivers.CallID]*callRec) []*callRec {
+	out := make([]*callRec, 0, len(set))
+	for _, c := range set {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b *callRec) int { return cmp.Compare(a.id, b.id) })
+	return out
+}
+
+// Submit implements drivers.Driver (D-SUB-1, D-SUB-2, D-SUB-3,
+// D-BATCH-VALID, D-BATCH-KEYS, D-DRAIN-1, "capabilities").
+func (m *Monitor) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error) {
+	rec := &callRec{m: m, batch: b,
+		known: make([]drivers.Status, len(b.Rows)), cbRes: make([]drivers.Status, len(b.Rows))}
+	for _, r := range b.Rows {
+		if !slices.Contains(rec.handles, r.Handle) {
+			rec.handles = append(rec.handles, r.Handle)
+		}
+	}
+	m.mu.Lock()
+	verr := b.Validate(m.caps, m.liveLocked)
+	rec.invalid = verr != nil
+	closed := m.drained || m.shutdown
+	m.mu.Unlock()
+
+	c, err := m.d.Submit(b, m.wrapCallback(rec, onChange))
+
+	m.mu.Lock()
+	at := m.now()
+	if verr == nil {
+		s := m.sizes[len(b.Rows)]
+		if s == nil {
+			s = &SizeStat{Rows: len(b.Rows)}
+			m.sizes[len(b.Rows)] = s
+		}
+		s.Submitted++
+		if err != nil && !errors.Is(err, drivers.ErrClosed) && !errors.Is(err, drivers.ErrRejected) {
+			s.Refused++
+		}
+	}
+	if err != nil {
+		rec.refused = true
+		m.refusedSubmitLocked(rec, verr, err, closed)
+		for _, o := range m.opts.Observers {
+			o.Submitted(at, 0, b, err)
+		}
+		m.mu.Unlock()
+		return c, err
+	}
+	if c == nil {
+		rec.refused = true
+		m.violateLocked(Violation{Rule: RuleSubmitOwns, Row: -1, Detail: "Submit returned neither a call nor an error"})
+		m.mu.Unlock()
+		return nil, fmt.Errorf("monitor: driver returned neither a call nor an error (%s)", RuleSubmitOwns)
+	}
+	rec.id, rec.inner = c.ID(), c
+	if old := m.calls[rec.id]; old != nil {
+		m.violateLocked(Violation{Rule: RuleSubmitOwns, Call: rec.id, Row: -1, Detail: "call id reused within one driver instance"})
+	}
+	m.calls[rec.id] = rec
+	rec.index = len(m.order)
+	m.order = append(m.order, rec)
+	m.unevidenced[rec.id], m.notEnded[rec.id] = rec, rec
+	switch {
+	case verr != nil:
+		rule := RuleBatchValid
+		if strings.Contains(verr.Error(), RuleBatchKeys) {
+			rule = RuleBatchKeys
+		}
+		m.violateLocked(Violation{Rule: rule, Call: rec.id, Row: -1,
+			Detail: "driver accepted an invalid batch (want ErrInvalidSubmission before any access): " + verr.Error()})
+	case closed:
+		m.violateLocked(Violation{Rule: RuleDrain, Call: rec.id, Row: -1, Detail: "Submit accepted after Drain or Shutdown returned (want ErrClosed)"})
+	case m.quarantined:
+		m.violateLocked(Violation{Rule: RuleQuarantine, Call: rec.id, Row: -1, Detail: "Submit accepted after an in-doubt together-registration"})
+	}
+	for _, o := range m.opts.Observers {
+		o.Submitted(at, rec.id, b, nil)
+	}
+	early := rec.early > 0
+	m.mu.Unlock()
+	if early {
+		// A callback before Submit returned could not read the call: credit
+		// the state right after Submit to it (lenient; see the package doc).
+		res, acc := c.Results(), c.Access()
+		m.mu.Lock()
+		m.observeLocked(rec, res, acc)
+		m.signalLocked(rec, res, acc)
+		m.mu.Unlock()
+	}
+	return &monCall{rec: rec}, nil
+}
+
+// refusedSubmitLocked judges a refused Submit.
+func (m *Monitor) refusedSubmitLocked(rec *callRec, verr, err error, closed bool) {
+	if rec.callbacks > 0 {
+		m.violateLocked(Violation{Rule: RuleSubmitRefused, Row: -1,
+			Detail: fmt.Sprintf("a refused Submit (%v) called its onChange %d time(s); nothing escaped, so nothing may be signalled", err, rec.callbacks)})
+	}
+	if verr != nil {
+		return // refusing an invalid batch is right, whatever the error
+	}
+	if closed {
+		if !errors.Is(err, drivers.ErrClosed) {
+			m.violateLocked(Violation{Rule: RuleDrain, Row: -1, Detail: fmt.Sprintf("Submit after Drain or Shutdown failed with %v, want ErrClosed", err)})
+		}
+		return
+	}
+	if !errors.Is(err, drivers.ErrInvalidSubmission) || m.quarantined {
+		return
+	}
+	for _, h := range rec.handles {
+		r := m.regs[h]
+		switch {
+		case r.staleCloseSeen:
+			m.violateLocked(Violation{Rule: RuleStaleClose, Row: -1, Region: r.r.Label,
+				Detail: fmt.Sprintf("Submit on live handle %d refused (%v) after a stale handle of the same memory was closed", h, err)})
+			return
+		case r.failedClose:
+			m.violateLocked(Violation{Rule: RuleFailedClose, Row: -1, Region: r.r.Label,
+				Detail: fmt.Sprintf("Submit on handle %d refused (%v) after its close failed; a failed close must leave it live", h, err)})
+			return
+		}
+	}
+	m.violateLocked(Violation{Rule: RuleCapabilities, Row: -1,
+		Detail: fmt.Sprintf("a %v batch of %d rows that the declared capabilities (MaxRowsPerOp=%d) allow was refused as invalid: %v",
+			rec.batch.Dir, len(rec.batch.Rows), m.caps.MaxRowsPerOp, err)})
+}
+
+// wrapCallback is the onChange the driver gets: it checks D-CB-5 and D-SUB-2,
+// probes for D-CB-4, snapshots the state for D-CB-1/2 and D-DRAIN-2, then
+// runs the caller's onChange.
+func (m *Monitor) wrapCallback(rec *callRec, user func()) func() {
+	return func() {
+		m.mu.Lock()
+		m.cbSeq++
+		seq := m.cbSeq
+		m.inflight[seq] = rec
+		inner := rec.inner
+		if m.shutdown {
+			m.violateLocked(Violation{Rule: RuleAfterShutdown, Call: rec.id, Row: -1, Detail: "callback ran after Shutdown returned"})
+		}
+		if rec.refused {
+			m.violateLocked(Violation{Rule: RuleSubmitRefused, Row: -1, Detail: "callback of a refused Submit"})
+		}
+		if inner == nil {
+			rec.callbacks++
+			rec.early++
+			m.mu.Unlock()
+		} else {
+			m.mu.Unlock()
+			res, acc, why := m.snapshot(inner)
+			m.mu.Lock()
+			rec.callbacks++
+			if why == "" {
+				m.observeLocked(rec, res, acc)
+				m.signalLocked(rec, res, acc)
+			} else {
+				rec.unknown = true
+				m.violateLocked(Violation{Rule: RuleUnderLock, Call: rec.id, Row: -1, Detail: why})
+			}
+			m.mu.Unlock()
+		}
+		if user != nil {
+			user()
+		}
+		m.mu.Lock()
+		delete(m.inflight, seq)
+		m.mu.Unlock()
+	}
+}
+
+// snapshot reads the call's state from inside its callback without
+// deadlocking on a driver that calls back under its lock (D-CB-4). A non-empty
+// why means the read was not done because the lock is held.
+func (m *Monitor) snapshot(c drivers.Call) (res []drivers.Status, acc drivers.Access, why string) {
+	if m.opts.LockProbe != nil {
+		var r []drivers.Status
+		var a drivers.Access
+		if !m.opts.LockProbe(func() { r, a = c.Results(), c.Access() }) {
+			return nil, 0, "a read of the call from inside its callback did not return within the probe's bound: callback under the driver's lock"
+		}
+		return r, a, ""
+	}
+	if p, ok := c.(LockProber); ok && p.Locked() {
+		return nil, 0, "the call's lock was held while its callback ran"
+	}
+	if m.prober != nil && m.prober.Locked() {
+		return nil, 0, "the driver's lock was held while a callback ran"
+	}
+	return c.Results(), c.Access(), ""
+}
+
+// refresh reads a call's state (outside the lock) and records it.
+func (m *Monitor) refresh(c *callRec) {
+	res, acc := c.inner.Results(), c.inner.Access()
+	m.mu.Lock()
+	m.observeLocked(c, res, acc)
+	m.mu.Unlock()
+}
+
+// observeLocked compares one read of a call's state with the facts seen so
+// far (D-STATUS, D-CB-3, D-ACCESS, D-MISS-HONEST) and reports new facts to
+// the observers.
+func (m *Monitor) observeLocked(c *callRec, res []drivers.Status, acc drivers.Access) {
+	m.observeRowsLocked(c, res, acc)
+	m.observeAccessLocked(c, acc)
+}
+
+func (m *Monitor) observeRowsLocked(c *callRec, res []drivers.Status, acc drivers.Access) {
+	if len(res) != len(c.known) {
+		if len(res) != 0 || acc.Evidenced() || c.knownAcc.Evidenced() {
+			c.badLen = true
+			m.violateLocked(Violation{Rule: RuleStatus, Call: c.id, Row: -1,
+				Detail: fmt.Sprintf("Results() has %d entries for %d rows", len(res), len(c.known))})
+		}
+		return
+	}
+	for i, s := range res {
+		k := c.known[i]
+		switch {
+		case s > drivers.NotAttempted:
+			m.violateLocked(Violation{Rule: RuleStatus, Call: c.id, Row: i, Key: c.batch.Rows[i].Key,
+				Detail: fmt.Sprintf("invalid status value %d", s)})
+		case k.Final() && s != k:
+			m.violateLocked(Violation{Rule: RuleMonotonic, Call: c.id, Row: i, Key: c.batch.Rows[i].Key,
+				Detail: fmt.Sprintf("final result %v changed to %v", k, s)})
+		case !k.Final() && s.Final():
+			c.known[i] = s
+			if len(m.opts.Observers) > 0 {
+				at := m.now()
+				for _, o := range m.opts.Observers {
+					o.RowFinal(at, c.id, i, s)
+				}
+			}
+			m.honestyLocked(c, i, s)
+		}
+	}
+}
+
+// honestyLocked is D-MISS-HONEST against the harness's ground truth.
+func (m *Monitor) honestyLocked(c *callRec, row int, s drivers.Status) {
+	if m.opts.Truth == nil || c.batch.Dir != drivers.Fetch || (s != drivers.Miss && s != drivers.Fault) {
+		return
+	}
+	key := c.batch.Rows[row].Key
+	present, known := m.opts.Truth(key)
+	switch {
+	case !known:
+	case present && s == drivers.Miss:
+		m.violateLocked(Violation{Rule: RuleMissHonest, Call: c.id, Row: row, Key: key,
+			Detail: "FETCH answered MISS for a key known present (a fault reported as a miss?)"})
+	case !present && s == drivers.Fault && (m.opts.Injected == nil || !m.opts.Injected(c.id, row)):
+		m.violateLocked(Violation{Rule: RuleMissHonest, Call: c.id, Row: row, Key: key,
+			Detail: "FETCH answered FAULT for a key known absent, with no fault injected (a miss reported as a fault?)"})
+	}
+}
+
+func (m *Monitor) observeAccessLocked(c *callRec, acc drivers.Access) {
+	switch {
+	case acc > drivers.AccessUnprovable:
+		m.violateLocked(Violation{Rule: RuleAccess, Call: c.id, Row: -1, Detail: fmt.Sprintf("invalid access value %d", acc)})
+	case !c.knownAcc.CanBecome(acc):
+		rule := RuleAccess
+		if c.knownAcc == drivers.AccessEnded {
+			rule = RuleMonotonic
+		}
+		m.violateLocked(Violation{Rule: rule, Call: c.id, Row: -1,
+			Detail: fmt.Sprintf("access went %v → %v", c.knownAcc, acc)})
+	case acc != c.knownAcc:
+		c.knownAcc = acc
+		delete(m.unevidenced, c.id)
+		if acc == drivers.AccessEnded {
+			delete(m.notEnded, c.id)
+		}
+		at := m.now()
+		for _, o := range m.opts.Observers {
+			o.AccessChanged(at, c.id, acc)
+		}
+	}
+}
+
+// signalLocked joins one callback snapshot into the call's signalled state
+// and checks D-DRAIN-2 for callbacks after a Done drain.
+func (m *Monitor) signalLocked(c *callRec, res []drivers.Status, acc drivers.Access) {
+	if len(res) != len(c.cbRes) {
+		c.unknown = true
+		return
+	}
+	rows := false
+	for i, s := range res {
+		if s.Final() && !c.cbRes[i].Final() {
+			c.cbRes[i] = s
+			rows = true
+		}
+	}
+	accMoved, evidence := false, false
+	if acc != c.cbAcc && c.cbAcc.CanBecome(acc) && acc <= drivers.AccessUnprovable {
+		accMoved = true
+		evidence = c.cbAcc == drivers.AccessUnprovable && acc == drivers.AccessEnded
+		c.cbAcc = acc
+	}
+	if !rows && !accMoved {
+		c.empty++
+	}
+	// After a Done drain, only new evidence (UNPROVABLE → ENDED) may still be
+	// signalled: anything else is a callback Drain said had already run.
+	if m.drainDone && c.index < m.drainDoneBefore && (rows || !evidence) {
+		m.violateLocked(Violation{Rule: RuleDrainCallback, Call: c.id, Row: -1,
+			Detail: "a callback ran after Drain reported Done, without new evidence (UNPROVABLE → ENDED) to signal"})
+	}
+}
+
+// monCall is the drivers.Call the caller gets: every read is observed.
+type monCall struct{ rec *callRec }
+
+func (c *monCall) ID() drivers.CallID { return c.rec.id }
+
+func (c *monCall) Results() []drivers.Status {
+	res := c.rec.inner.Results()
+	m := c.rec.m
+	m.mu.Lock()
+	m.observeRowsLocked(c.rec, res, c.rec.knownAcc)
+	m.mu.Unlock()
+	return res
+}
+
+func (c *monCall) Access() drivers.Access {
+	acc := c.rec.inner.Access()
+	m := c.rec.m
+	m.mu.Lock()
+	m.observeAccessLocked(c.rec, acc)
+	m.mu.Unlock()
+	return acc
+}
+
+// Cancel checks D-CAN-1 and D-CAN-2 around the driver's Cancel.
+func (c *monCall) Cancel() drivers.CancelResult {
+	rec, m := c.rec, c.rec.m
+	res0, acc0 := slices.Clone(rec.inner.Results()), rec.inner.Access()
+	m.mu.Lock()
+	m.observeLocked(rec, res0, acc0)
+	m.mu.Unlock()
+
+	var r drivers.CancelResult
+	blocked := false
+	if m.opts.CancelBound != nil {
+		blocked = !m.opts.CancelBound(func() { r = rec.inner.Cancel() })
+	} else {
+		r = rec.inner.Cancel()
+	}
+	res1, acc1 := rec.inner.Results(), rec.inner.Access()
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at := m.now()
+	for _, o := range m.opts.Observers {
+		o.Cancelled(at, rec.id, r)
+	}
+	m.observeLocked(rec, res1, acc1)
+	v := func(rule string, row int, format string, args ...any) {
+		m.violateLocked(Violation{Rule: rule, Call: rec.id, Row: row, Detail: fmt.Sprintf(format, args...)})
+	}
+	allFinal := len(res1) == len(rec.known)
+	for _, s := range res1 {
+		allFinal = allFinal && s.Final()
+	}
+	switch r {
+	case drivers.CancelRequested:
+		if !m.caps.CanCancel {
+			v(RuleCapabilities, -1, "Cancel answered REQUESTED although CanCancel is not declared")
+		}
+	case drivers.CancelUnsupported:
+	case drivers.CancelAlreadyDone:
+		if !allFinal {
+			v(RuleCancel, -1, "Cancel answered ALREADY_DONE while some row has no final result (%v)", res1)
+		}
+	default:
+		v(RuleCancel, -1, "Cancel answered the invalid value %d", r)
+	}
+	if blocked {
+		v(RuleCancel, -1, "Cancel did not return within the bound (it blocks)")
+	}
+	if m.opts.CancelBound != nil || len(res0) != len(rec.known) || len(res1) != len(rec.known) {
+		return r
+	}
+	var completed, aborted, pending []int
+	for i := range res1 {
+		switch {
+		case res0[i] == drivers.Pending && (res1[i] == drivers.OK || res1[i] == drivers.Miss):
+			completed = append(completed, i)
+		case res0[i] == drivers.Pending && res1[i] == drivers.Fault:
+			aborted = append(aborted, i)
+		case res1[i] == drivers.Pending:
+			pending = append(pending, i)
+		}
+	}
+	if len(completed) > 0 && acc0 == drivers.AccessPending && acc1.Evidenced() && allFinal {
+		v(RuleCancel, completed[0], "Cancel completed the transfer before returning: rows %v went PENDING → OK/MISS and access PENDING → %v inside Cancel", completed, acc1)
+	}
+	if acc0 != drivers.AccessEnded && acc1 == drivers.AccessEnded {
+		switch {
+		case acc0 == drivers.AccessUnprovable:
+			v(RuleCancelEnds, -1, "Cancel turned UNPROVABLE access into ENDED; a cancel is never proof of access end")
+		case len(pending) > 0:
+			v(RuleCancelEnds, pending[0], "Cancel made access ENDED while rows %v are still PENDING (may still transfer)", pending)
+		case len(aborted) > 0:
+			v(RuleCancelEnds, aborted[0], "Cancel made access ENDED while aborting started rows %v (PENDING → FAULT); a cancel never proves access ended", aborted)
+		}
+	}
+	return r
+}

@@ -1,0 +1,732 @@
+package monitor
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/sim"
+	"github.com/storesim/storesim/sim/arena"
+)
+
+// Options configures a [Monitor].
+type Options struct {
+	// Clock stamps violations and observer events (nil: zero). In a
+	// simulated run it is the scheduler; in a real run the realtime runtime.
+	Clock sim.Clock
+	// Seed is copied into every violation so a report can replay it.
+	Seed uint64
+	// Observers receive every boundary event, in order (see [Observer]).
+	Observers []Observer
+	// Truth, when set, is the harness's knowledge of the store: whether key
+	// is present now, and whether that is known for sure (no publish of it in
+	// flight, no eviction possible, …). It turns dishonest answers into
+	// D-LOOK-2 and D-MISS-HONEST. Nil disables those checks.
+	Truth func(key string) (present, known bool)
+	// Injected, when set, reports whether the harness injected a fault into
+	// row of call id; a FETCH FAULT of a key known absent is then not
+	// D-MISS-HONEST. Nil means "no fault was injected anywhere".
+	Injected func(id drivers.CallID, row int) bool
+	// LockProbe, when set, runs read (a Results/Access read of the driver)
+	// and reports false when it did not return within its bound: the driver
+	// called back while holding a lock the read needs (D-CB-4). Use it for
+	// concurrent drivers (realprobe.LockProbe); simulated drivers implement
+	// [LockProber] instead.
+	LockProbe func(read func()) bool
+	// CancelBound, when set, runs cancel and reports false when it did not
+	// return within its bound (D-CAN-1; realprobe.Stopwatch). When nil, the
+	// monitor uses the inline-completion heuristic of the package doc, which
+	// is only sound for single-threaded (simulated) drivers.
+	CancelBound func(cancel func()) bool
+	// FullSizeMinCalls is how many full-size batches (MaxRowsPerOp rows) must
+	// all have failed, while smaller ones succeeded, before Finish reports
+	// "capabilities" (0: 3).
+	FullSizeMinCalls int
+	_                struct{}
+}
+
+// Monitor wraps a driver and checks the contract at its boundary. *Monitor
+// implements drivers.Driver; hand [Monitor.Driver] to the backend, which also
+// implements drivers.TogetherRegisterer when the wrapped driver does.
+type Monitor struct {
+	d        drivers.Driver
+	opts     Options
+	caps     drivers.Capabilities
+	prober   LockProber
+	live     LiveReporter
+	bound    BoundReporter
+	together drivers.TogetherRegisterer
+	wrapped  drivers.Driver
+
+	mu          sync.Mutex
+	calls       map[drivers.CallID]*callRec
+	order       []*callRec                  // accepted calls in Submit order
+	unevidenced map[drivers.CallID]*callRec // known access PENDING
+	notEnded    map[drivers.CallID]*callRec // known access not ENDED
+	regs        map[drivers.Handle]*regRec
+	inflight    map[uint64]*callRec // wrapped callbacks running now
+	cbSeq       uint64
+	sizes       map[int]*SizeStat
+
+	drained         bool // a Drain returned
+	drainDone       bool // a Drain answered Done
+	drainDoneBefore int  // calls with index below this were submitted before it
+	shutting        bool // Shutdown was called
+	shutdown        bool // Shutdown returned
+	shutdowns       int
+	quarantined     bool
+
+	violations []Violation
+	seen       map[vkey]bool
+}
+
+// regRec is what the monitor knows of one registration.
+type regRec struct {
+	h              drivers.Handle
+	r              drivers.Region
+	live           bool
+	failedClose    bool // an Unregister failed (ErrUnregisterFailed) and none succeeded since
+	staleCloseSeen bool // a stale handle of overlapping memory was closed while this was live
+	duringShutdown bool // registered while Shutdown was running
+}
+
+// SizeStat counts Submits of valid batches of one size, for the
+// MaxRowsPerOp-honesty check ("capabilities").
+type SizeStat struct {
+	Rows      int
+	Submitted int // valid batches of this size submitted
+	Refused   int // refused with an error other than ErrClosed / ErrRejected
+	AllFault  int // accepted, every row FAULT at the last read
+	Succeeded int // accepted, some row OK or MISS
+}
+
+// Wrap returns a monitor around d. Capabilities are read once here (they
+// never change; a later change is reported).
+func Wrap(d drivers.Driver, opts Options) *Monitor {
+	m := &Monitor{
+		d: d, opts: opts, caps: d.Capabilities(),
+		calls:       map[drivers.CallID]*callRec{},
+		unevidenced: map[drivers.CallID]*callRec{},
+		notEnded:    map[drivers.CallID]*callRec{},
+		regs:        map[drivers.Handle]*regRec{},
+		inflight:    map[uint64]*callRec{},
+		sizes:       map[int]*SizeStat{},
+		seen:        map[vkey]bool{},
+	}
+	if m.opts.FullSizeMinCalls <= 0 {
+		m.opts.FullSizeMinCalls = 3
+	}
+	m.prober, _ = d.(LockProber)
+	m.live, _ = d.(LiveReporter)
+	m.bound, _ = d.(BoundReporter)
+	m.wrapped = m
+	if t, ok := d.(drivers.TogetherRegisterer); ok {
+		m.together = t
+		m.wrapped = &Together{Monitor: m}
+	}
+	if err := m.caps.Check(); err != nil {
+		m.violate(Violation{Rule: RuleCapabilities, Row: -1, Detail: "declared capabilities are unusable: " + err.Error()})
+	}
+	return m
+}
+
+// Driver is the monitored driver to hand to a backend: m itself, or a
+// [Together] when the wrapped driver implements drivers.TogetherRegisterer.
+func (m *Monitor) Driver() drivers.Driver { return m.wrapped }
+
+// Unwrap is the driver being monitored.
+func (m *Monitor) Unwrap() drivers.Driver { return m.d }
+
+// Of returns the monitor behind a driver that [Monitor.Driver] returned.
+func Of(d drivers.Driver) (*Monitor, bool) {
+	switch w := d.(type) {
+	case *Monitor:
+		return w, true
+	case *Together:
+		return w.Monitor, true
+	}
+	return nil, false
+}
+
+// Violations returns the violations seen so far, sorted by time, rule, call,
+// row, region, key and detail. Finish adds the end-of-run checks.
+func (m *Monitor) Violations() []Violation {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	vs := slices.Clone(m.violations)
+	sortViolations(vs)
+	return vs
+}
+
+func (m *Monitor) now() time.Duration {
+	if m.opts.Clock == nil {
+		return 0
+	}
+	return m.opts.Clock.Now()
+}
+
+func (m *Monitor) violate(v Violation) {
+	m.mu.Lock()
+	m.violateLocked(v)
+	m.mu.Unlock()
+}
+
+// violateLocked records v once per (rule, call, row, key, region).
+func (m *Monitor) violateLocked(v Violation) {
+	k := vkey{v.Rule, v.Call, v.Row, v.Key, v.Region}
+	if m.seen[k] {
+		return
+	}
+	m.seen[k] = true
+	v.At, v.Seed = m.now(), m.opts.Seed
+	m.violations = append(m.violations, v)
+}
+
+func setRegistered(r drivers.Region, on bool) {
+	if a, ok := r.Mem.(*arena.Arena); ok {
+		a.SetRegistered(on)
+	}
+}
+
+// Capabilities implements drivers.Driver.
+func (m *Monitor) Capabilities() drivers.Capabilities {
+	c := m.d.Capabilities()
+	if c != m.caps {
+		m.violate(Violation{Rule: RuleCapabilities, Row: -1,
+			Detail: fmt.Sprintf("capabilities changed from %+v to %+v", m.caps, c)})
+	}
+	return c
+}
+
+// liveLocked is the monitor's table of live handles, for RowBatch.Validate.
+func (m *Monitor) liveLocked(h drivers.Handle) (drivers.Region, bool) {
+	r := m.regs[h]
+	if r == nil || !r.live {
+		return drivers.Region{}, false
+	}
+	return r.r, true
+}
+
+func (m *Monitor) liveRegsLocked() []*regRec {
+	var out []*regRec
+	for _, r := range m.regs {
+		if r.live {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b *regRec) int { return cmp.Compare(a.h, b.h) })
+	return out
+}
+
+// mustRefuseLocked says why a registration of regions must be refused, or "".
+func (m *Monitor) mustRefuseLocked(regions []drivers.Region) (rule, why string, geom bool) {
+	if err := drivers.CheckGeometry(regions...); err != nil {
+		return RuleOverlap, "its geometry is bad (" + err.Error() + ")", true
+	}
+	for _, r := range regions {
+		for _, l := range m.liveRegsLocked() {
+			if r.Overlaps(l.r) {
+				return RuleOverlap, fmt.Sprintf("region %q overlaps live region %q (handle %d)", r.Label, l.r.Label, l.h), false
+			}
+		}
+	}
+	switch {
+	case m.shutdown:
+		return RuleRegAfterShut, "Shutdown had returned", false
+	case m.quarantined:
+		return RuleQuarantine, "an earlier together-registration was in doubt (quarantine)", false
+	}
+	return "", "", false
+}
+
+// addRegLocked records a successful registration.
+func (m *Monitor) addRegLocked(h drivers.Handle, r drivers.Region) {
+	if old := m.regs[h]; old != nil {
+		m.violateLocked(Violation{Rule: RuleStaleClose, Row: -1, Region: r.Label,
+			Detail: fmt.Sprintf("handle %d reused (it named region %q before); a stale close could take down the new registration", h, old.r.Label)})
+	}
+	m.regs[h] = &regRec{h: h, r: r, live: true, duringShutdown: m.shutting && !m.shutdown}
+	at := m.now()
+	for _, o := range m.opts.Observers {
+		o.Registered(at, h, r)
+	}
+}
+
+// refused checks a refused registration: geometry errors wrap
+// ErrBadGeometry (D-GEOM) and, with a BoundReporter, nothing of the refused
+// memory stays registered (D-REG-2 / D-TOG-1) except regions an in-doubt
+// error names (D-TOG-2).
+func (m *Monitor) refused(regions []drivers.Region, err error, geom bool, rule string) {
+	if geom && !errors.Is(err, drivers.ErrBadGeometry) {
+		m.violate(Violation{Rule: RuleGeometry, Row: -1, Region: regions[0].Label,
+			Detail: "a registration with bad geometry was refused with an error that does not wrap ErrBadGeometry: " + err.Error()})
+	}
+	if m.bound == nil || geom {
+		return
+	}
+	var doubt map[string]bool
+	var ind *drivers.InDoubtError
+	if errors.As(err, &ind) {
+		doubt = map[string]bool{}
+		for _, l := range ind.Labels {
+			doubt[l] = true
+		}
+	}
+	m.mu.Lock()
+	var check []drivers.Region
+	for _, r := range regions {
+		if doubt[r.Label] {
+			continue
+		}
+		free := true
+		for _, l := range m.liveRegsLocked() {
+			free = free && !r.Overlaps(l.r)
+		}
+		if free {
+			check = append(check, r)
+		}
+	}
+	m.mu.Unlock()
+	for _, r := range check {
+		if m.bound.Bound(r.Mem) {
+			m.violate(Violation{Rule: rule, Row: -1, Region: r.Label,
+				Detail: "a refused registration left the region's memory registered with the transport: " + err.Error()})
+		}
+	}
+}
+
+// Register implements drivers.Driver (D-REG-1, D-REG-2, D-REG-5, D-QUAR).
+func (m *Monitor) Register(r drivers.Region) (drivers.Handle, error) {
+	m.mu.Lock()
+	rule, why, geom := m.mustRefuseLocked([]drivers.Region{r})
+	m.mu.Unlock()
+	h, err := m.d.Register(r)
+	if err != nil {
+		m.refused([]drivers.Region{r}, err, geom, RuleRefusedLeaves)
+		return h, err
+	}
+	m.mu.Lock()
+	if why != "" {
+		m.violateLocked(Violation{Rule: rule, Row: -1, Region: r.Label, Detail: "Register succeeded although " + why})
+	}
+	m.addRegLocked(h, r)
+	m.mu.Unlock()
+	setRegistered(r, true)
+	return h, nil
+}
+
+// closeCtx is what the monitor gathered around one close of one handle.
+type closeCtx struct {
+	h     drivers.Handle
+	rec   *regRec    // nil: a handle the monitor never saw
+	stale bool       // rec was already closed
+	newer []*regRec  // live registrations overlapping a stale handle's memory
+	busy  []*callRec // not-ENDED calls naming a live handle
+}
+
+func (m *Monitor) beginCloseLocked(h drivers.Handle) closeCtx {
+	c := closeCtx{h: h, rec: m.regs[h]}
+	switch {
+	case c.rec == nil:
+	case !c.rec.live:
+		c.stale = true
+		for _, l := range m.liveRegsLocked() {
+			if l.r.Overlaps(c.rec.r) {
+				c.newer = append(c.newer, l)
+			}
+		}
+	default:
+		for _, call := range sortedCalls(m.notEnded) {
+			if slices.Contains(call.handles, h) {
+				c.busy = append(c.busy, call)
+			}
+		}
+	}
+	return c
+}
+
+// endClose records the outcome of a close: released says whether the driver
+// claims the binding closed. Driver queries happen here, outside the lock.
+func (m *Monitor) endClose(c closeCtx, released bool, err error, busyRule, closeRule string) {
+	if c.rec == nil {
+		return
+	}
+	if c.stale {
+		for _, n := range c.newer {
+			took := m.live != nil && !m.live.Live(n.h)
+			took = took || (m.bound != nil && !m.bound.Bound(n.r.Mem))
+			m.mu.Lock()
+			n.staleCloseSeen = true
+			if took {
+				m.violateLocked(Violation{Rule: RuleStaleClose, Row: -1, Region: n.r.Label,
+					Detail: fmt.Sprintf("closing stale handle %d took down the newer registration %d of the same memory", c.h, n.h)})
+			}
+			m.mu.Unlock()
+		}
+		return
+	}
+	for _, call := range c.busy {
+		m.refresh(call)
+	}
+	if !released {
+		stillLive := m.live == nil || m.live.Live(c.h)
+		m.mu.Lock()
+		if errors.Is(err, drivers.ErrUnregisterFailed) {
+			c.rec.failedClose = true
+		}
+		if !stillLive {
+			m.violateLocked(Violation{Rule: closeRule, Row: -1, Region: c.rec.r.Label,
+				Detail: fmt.Sprintf("a failed close of handle %d (%v) closed it anyway: Live reports it gone", c.h, err)})
+		}
+		m.mu.Unlock()
+		return
+	}
+	stillLive := m.live != nil && m.live.Live(c.h)
+	m.mu.Lock()
+	for _, call := range c.busy {
+		if call.knownAcc != drivers.AccessEnded {
+			m.violateLocked(Violation{Rule: busyRule, Call: call.id, Row: -1, Region: c.rec.r.Label,
+				Detail: fmt.Sprintf("handle %d was closed while this call, whose access is %v, names it (want ErrBusy)", c.h, call.knownAcc)})
+		}
+	}
+	overlapped := false
+	for _, l := range m.liveRegsLocked() {
+		overlapped = overlapped || (l != c.rec && l.r.Overlaps(c.rec.r))
+	}
+	m.mu.Unlock()
+	stillBound := m.bound != nil && !overlapped && m.bound.Bound(c.rec.r.Mem)
+	m.mu.Lock()
+	if stillLive || stillBound {
+		m.violateLocked(Violation{Rule: closeRule, Row: -1, Region: c.rec.r.Label,
+			Detail: fmt.Sprintf("close of handle %d reported success but the driver still holds it (Live %v, Bound %v)", c.h, stillLive, stillBound)})
+	}
+	c.rec.live, c.rec.failedClose = false, false
+	at := m.now()
+	for _, o := range m.opts.Observers {
+		o.Unregistered(at, c.h, c.rec.r)
+	}
+	m.mu.Unlock()
+	setRegistered(c.rec.r, false)
+}
+
+// Unregister implements drivers.Driver (D-REG-3, D-REG-4, D-REG-6).
+func (m *Monitor) Unregister(h drivers.Handle) error {
+	m.mu.Lock()
+	c := m.beginCloseLocked(h)
+	m.mu.Unlock()
+	err := m.d.Unregister(h)
+	m.endClose(c, err == nil, err, RuleBusyClose, RuleFailedClose)
+	return err
+}
+
+// Contains implements drivers.Driver (D-LOOK-1, D-LOOK-2).
+func (m *Monitor) Contains(ctx context.Context, keys []string) ([]bool, error) {
+	found, err := m.d.Contains(ctx, keys)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err == nil {
+		switch {
+		case len(found) != len(keys):
+			m.violateLocked(Violation{Rule: RuleLookupShape, Row: -1,
+				Detail: fmt.Sprintf("Contains answered %d bools for %d keys (want an error wrapping ErrLookupFailed)", len(found), len(keys))})
+		case m.opts.Truth != nil:
+			for i, k := range keys {
+				if found[i] {
+					continue
+				}
+				if present, known := m.opts.Truth(k); known && present {
+					m.violateLocked(Violation{Rule: RuleLookupHonest, Row: i, Key: k,
+						Detail: "Contains answered absent for a key known present (an outage answered as absent?)"})
+				}
+			}
+		}
+	}
+	at := m.now()
+	for _, o := range m.opts.Observers {
+		o.LookedUp(at, keys, found, err)
+	}
+	return found, err
+}
+
+// Drain implements drivers.Driver (D-DRAIN-1, D-DRAIN-2).
+func (m *Monitor) Drain() drivers.DrainStatus {
+	m.mu.Lock()
+	var running []uint64
+	for seq := range m.inflight {
+		running = append(running, seq)
+	}
+	slices.Sort(running)
+	before := len(m.order)
+	m.mu.Unlock()
+
+	st := m.d.Drain()
+
+	m.mu.Lock()
+	m.drained = true
+	var cands []*callRec
+	for _, c := range sortedCalls(m.unevidenced) {
+		if c.index < before {
+			cands = append(cands, c)
+		}
+	}
+	m.mu.Unlock()
+	for _, c := range cands {
+		m.refresh(c)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !slices.IsSorted(st.Pending) || len(slices.Compact(slices.Clone(st.Pending))) != len(st.Pending) {
+		m.violateLocked(Violation{Rule: RuleDrain, Row: -1, Detail: fmt.Sprintf("Drain's Pending %v is not in ascending id order without repeats", st.Pending)})
+	}
+	if !st.Done {
+		for _, c := range cands {
+			if c.knownAcc == drivers.AccessPending && !slices.Contains(st.Pending, c.id) {
+				m.violateLocked(Violation{Rule: RuleDrain, Call: c.id, Row: -1,
+					Detail: "Drain is not done but does not list this call, whose access is still PENDING"})
+			}
+		}
+		return st
+	}
+	if len(st.Pending) > 0 {
+		m.violateLocked(Violation{Rule: RuleDrain, Row: -1, Detail: fmt.Sprintf("Drain reported Done with calls %v pending", st.Pending)})
+	}
+	for _, c := range cands {
+		if c.knownAcc == drivers.AccessPending {
+			m.violateLocked(Violation{Rule: RuleDrain, Call: c.id, Row: -1,
+				Detail: "Drain reported Done but the call's access is still PENDING (no evidence)"})
+		}
+	}
+	for _, seq := range running {
+		if c := m.inflight[seq]; c != nil {
+			m.violateLocked(Violation{Rule: RuleDrainCallback, Call: c.id, Row: -1,
+				Detail: "Drain reported Done while a callback of the call, running before Drain was called, had not returned"})
+		}
+	}
+	if !m.drainDone {
+		m.drainDone, m.drainDoneBefore = true, before
+	}
+	return st
+}
+
+// parseLabels splits shutdown labels into the calls and region labels named.
+func parseLabels(labels []string) (calls map[drivers.CallID]bool, regions map[string]bool) {
+	calls, regions = map[drivers.CallID]bool{}, map[string]bool{}
+	for _, l := range labels {
+		if rest, ok := strings.CutPrefix(l, "call:"); ok {
+			idText, _, _ := strings.Cut(rest, ":")
+			if id, err := strconv.ParseUint(idText, 10, 64); err == nil {
+				calls[drivers.CallID(id)] = true
+			}
+			continue
+		}
+		if rest, ok := strings.CutPrefix(l, "region:"); ok {
+			if i := strings.LastIndexByte(rest, ':'); i >= 0 {
+				rest = rest[:i]
+			}
+			regions[rest] = true
+		}
+	}
+	return calls, regions
+}
+
+// Shutdown implements drivers.Driver (D-SHUT-1, D-SHUT-2, D-REG-5, D-CB-5).
+func (m *Monitor) Shutdown(ctx context.Context) []string {
+	m.mu.Lock()
+	m.shutting = true
+	m.mu.Unlock()
+
+	labels := m.d.Shutdown(ctx)
+
+	m.mu.Lock()
+	first := !m.shutdown
+	m.shutdown = true
+	m.shutdowns++
+	cands := sortedCalls(m.notEnded)
+	regs := m.liveRegsLocked()
+	m.mu.Unlock()
+	for _, c := range cands {
+		m.refresh(c)
+	}
+	held := make([]bool, len(regs)) // the driver says it still holds the region
+	for i, r := range regs {
+		held[i] = (m.live != nil && m.live.Live(r.h)) || (m.bound != nil && m.bound.Bound(r.r.Mem))
+	}
+
+	m.mu.Lock()
+	rule := RuleShutdownAgain
+	if first {
+		rule = RuleShutdown
+	}
+	callLabels, regionLabels := parseLabels(labels)
+	named := map[drivers.Handle]drivers.CallID{} // region handle → a not-ENDED call naming it
+	for _, c := range cands {
+		if c.knownAcc == drivers.AccessEnded {
+			continue
+		}
+		if !callLabels[c.id] {
+			m.violateLocked(Violation{Rule: rule, Call: c.id, Row: -1,
+				Detail: fmt.Sprintf("Shutdown returned no call:%d:… label although the call's access is %v", c.id, c.knownAcc)})
+		}
+		for _, h := range c.handles {
+			if _, ok := named[h]; !ok {
+				named[h] = c.id
+			}
+		}
+	}
+	var released []*regRec
+	at := m.now()
+	for i, r := range regs {
+		if regionLabels[r.r.Label] {
+			continue // reported held: stays live and retained
+		}
+		if id, ok := named[r.h]; ok {
+			m.violateLocked(Violation{Rule: rule, Call: id, Row: -1, Region: r.r.Label,
+				Detail: fmt.Sprintf("Shutdown returned no region:%s:… label although call %d, whose access is not ENDED, names it", r.r.Label, id)})
+		}
+		if held[i] {
+			m.violateLocked(Violation{Rule: rule, Row: -1, Region: r.r.Label,
+				Detail: fmt.Sprintf("Shutdown returned no region:%s:… label although the driver still holds handle %d", r.r.Label, r.h)})
+			if r.duringShutdown {
+				m.violateLocked(Violation{Rule: RuleRegAfterShut, Row: -1, Region: r.r.Label,
+					Detail: "a registration racing Shutdown was completed and neither refused nor undone"})
+			}
+			continue
+		}
+		r.live = false
+		released = append(released, r)
+		for _, o := range m.opts.Observers {
+			o.Unregistered(at, r.h, r.r)
+		}
+	}
+	for _, o := range m.opts.Observers {
+		o.ShutDown(at, labels)
+	}
+	m.mu.Unlock()
+	for _, r := range released {
+		setRegistered(r.r, false)
+	}
+	return labels
+}
+
+// SizeStats reports, per batch size, how valid Submits fared (the
+// MaxRowsPerOp-honesty evidence), sorted by size.
+func (m *Monitor) SizeStats() []SizeStat {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sizeStatsLocked()
+}
+
+func (m *Monitor) sizeStatsLocked() []SizeStat {
+	out := make([]SizeStat, 0, len(m.sizes))
+	byRows := map[int]int{}
+	for rows, s := range m.sizes {
+		byRows[rows] = len(out)
+		out = append(out, SizeStat{Rows: rows, Submitted: s.Submitted, Refused: s.Refused})
+	}
+	for _, c := range m.order {
+		if c.invalid {
+			continue
+		}
+		i, ok := byRows[len(c.batch.Rows)]
+		if !ok {
+			continue
+		}
+		faults, good := 0, 0
+		for _, s := range c.known {
+			switch s {
+			case drivers.Fault:
+				faults++
+			case drivers.OK, drivers.Miss:
+				good++
+			}
+		}
+		if good > 0 {
+			out[i].Succeeded++
+		} else if faults == len(c.known) {
+			out[i].AllFault++
+		}
+	}
+	slices.SortFunc(out, func(a, b SizeStat) int { return cmp.Compare(a.Rows, b.Rows) })
+	return out
+}
+
+// Finish runs the end-of-run checks — every call's state is read once more
+// and compared with what its callbacks saw (D-CB-1, D-CB-2), with its facts
+// (D-CB-3, D-STATUS), and the full-size batches are judged
+// ("capabilities") — and returns every violation, sorted. Call it at
+// quiescence (simulated runs) or after Shutdown returned (real runs), when no
+// callback can still come. It may be called more than once.
+func (m *Monitor) Finish() []Violation {
+	m.mu.Lock()
+	recs := slices.Clone(m.order)
+	m.mu.Unlock()
+	slices.SortFunc(recs, func(a, b *callRec) int { return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.index, b.index)) })
+	for _, c := range recs {
+		res, acc := c.inner.Results(), c.inner.Access()
+		m.mu.Lock()
+		m.observeLocked(c, res, acc)
+		m.unsignalledLocked(c, res, acc)
+		if acc.Evidenced() && len(res) == len(c.known) {
+			for i, s := range res {
+				if !s.Final() {
+					m.violateLocked(Violation{Rule: RuleStatus, Call: c.id, Row: i, Key: c.batch.Rows[i].Key,
+						Detail: fmt.Sprintf("row has no final result at the end although the call's access is %v", acc)})
+				}
+			}
+		}
+		m.mu.Unlock()
+	}
+	m.mu.Lock()
+	stats := m.sizeStatsLocked()
+	var full SizeStat
+	smallOK := 0
+	for _, s := range stats {
+		if s.Rows == m.caps.MaxRowsPerOp {
+			full = s
+		} else {
+			smallOK += s.Succeeded
+		}
+	}
+	if failed := full.Refused + full.AllFault; failed >= m.opts.FullSizeMinCalls && full.Succeeded == 0 && smallOK > 0 {
+		m.violateLocked(Violation{Rule: RuleCapabilities, Row: -1,
+			Detail: fmt.Sprintf("every one of %d full-size batches (MaxRowsPerOp=%d rows) failed (%d refused, %d all FAULT) while %d smaller ones succeeded",
+				full.Submitted, m.caps.MaxRowsPerOp, full.Refused, full.AllFault, smallOK)})
+	}
+	m.mu.Unlock()
+	return m.Violations()
+}
+
+// unsignalledLocked is the D-CB-1 / D-CB-2 judgement of the package doc: any
+// fact of the call's current state that no callback snapshot saw.
+func (m *Monitor) unsignalledLocked(c *callRec, res []drivers.Status, acc drivers.Access) {
+	if c.unknown || c.badLen || len(res) != len(c.cbRes) {
+		return
+	}
+	var missing []string
+	for i, s := range res {
+		if s.Final() && !c.cbRes[i].Final() {
+			missing = append(missing, fmt.Sprintf("row %d %v", i, s))
+		}
+	}
+	if acc != c.cbAcc && c.cbAcc.CanBecome(acc) {
+		missing = append(missing, "access "+acc.String())
+	}
+	if len(missing) == 0 {
+		return
+	}
+	what := strings.Join(missing, ", ")
+	if c.empty > 0 {
+		m.violateLocked(Violation{Rule: RuleEarlySignal, Call: c.id, Row: -1,
+			Detail: fmt.Sprintf("%d of %d callbacks saw nothing new (signal before state) and no callback followed the change to %s", c.empty, c.callbacks, what)})
+		return
+	}
+	m.violateLocked(Violation{Rule: RuleLostWakeup, Call: c.id, Row: -1,
+		Detail: fmt.Sprintf("no callback followed the last change (%d callbacks ran, none saw %s)", c.callbacks, what)})
+}

@@ -1,0 +1,33 @@
+package monitor
+
+import "github.com/storesim/storesim/drivers"
+
+// LockProber is an optional interface a driver (or its Call) implements so
+// the monitor can detect D-CB-4 without risking a deadlock: Locked reports
+// whether the lock that Results/Access take is held right now (typically a
+// TryLock that is released at once). It is exact for single-threaded
+// simulated drivers, where a held lock inside a callback can only be held by
+// the callback's own caller. Concurrent drivers should be probed with
+// Options.LockProbe instead, because another goroutine may hold the lock
+// legitimately.
+type LockProber interface {
+	Locked() bool
+}
+
+// LiveReporter is an optional interface: Live reports whether h still names a
+// live registration of the driver (its own table, not the monitor's). It
+// lets the monitor check D-REG-3 (a stale close left the newer registration
+// live), D-REG-4 / D-TOG-3 (a failed close did not close, a successful one
+// did) and D-SHUT-1 (an unlabelled region was really released).
+type LiveReporter interface {
+	Live(h drivers.Handle) bool
+}
+
+// BoundReporter is an optional interface: Bound reports whether the store's
+// transport still has any byte of mem registered, whatever the driver's handle
+// table says. It lets the monitor check D-REG-2 / D-TOG-1 (a refused
+// registration left nothing behind) and that a reported close really released
+// the memory (D-REG-4).
+type BoundReporter interface {
+	Bound(mem drivers.Memory) bool
+}
