@@ -45,6 +45,8 @@ type env struct {
 	arenas []*arena.Arena
 	calls  map[drivers.CallID]tracked
 	labels map[drivers.Handle]string
+	// touchHook, if set, sees every touch after onTouch's checks.
+	touchHook func(arena.Touch)
 }
 
 type tracked struct {
@@ -146,6 +148,9 @@ func (e *env) onTouch(tc arena.Touch) {
 	if want := map[drivers.Direction]arena.Op{drivers.Fetch: arena.Write, drivers.Publish: arena.Read}[tr.b.Dir]; tc.Op != want {
 		e.t.Errorf("D-STATUS: %v row touched by %v: %v %s", tr.b.Dir, tc.Op, tc, repro(e.t))
 	}
+	if e.touchHook != nil {
+		e.touchHook(tc)
+	}
 }
 
 // run steps the scheduler until idle and fails on a hang.
@@ -205,7 +210,8 @@ type watch struct {
 	n        int
 	results  []drivers.Status
 	access   drivers.Access
-	shutDone bool // Shutdown returned: a callback now breaks D-CB-5
+	history  []drivers.Access // access states seen, in order, from PENDING
+	shutDone bool             // Shutdown returned: a callback now breaks D-CB-5
 	onCall   func()
 }
 
@@ -239,6 +245,9 @@ func (w *watch) observe() {
 	}
 	if !w.access.CanBecome(acc) {
 		w.t.Errorf("D-ACCESS: call %d access went %v -> %v %s", w.c.ID(), w.access, acc, repro(w.t))
+	}
+	if acc != w.access {
+		w.history = append(w.history, acc)
 	}
 	w.results, w.access = res, acc
 }

@@ -1,0 +1,164 @@
+package memdriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/sim"
+)
+
+func TestFaultMixRoundTrip(t *testing.T) {
+	mixes := map[string]FaultMix{"calm": Calm(), "default": Default()}
+	for seed := uint64(0); seed < 1000; seed++ {
+		mixes[fmt.Sprintf("swarm-%d", seed)] = Swarm(seed)
+	}
+	kindsSeen := map[string]bool{}
+	for name, m := range mixes {
+		text := m.String()
+		got, err := ParseFaultMix(text)
+		if err != nil || got != m {
+			t.Fatalf("%s: ParseFaultMix(String()) = %+v, %v; want %+v %s", name, got, err, m, repro(t))
+		}
+		if err := m.Check(); err != nil {
+			t.Fatalf("%s: %v %s", name, err, repro(t))
+		}
+		for _, line := range strings.Split(text, "\n") {
+			if f := strings.Fields(line); len(f) == 3 {
+				kindsSeen[f[1]] = true
+			}
+		}
+	}
+	if len(kindsSeen) != len(faultKinds) {
+		t.Errorf("1000 swarm seeds enabled %d of %d fault kinds %s", len(kindsSeen), len(faultKinds), repro(t))
+	}
+	if Swarm(7) != Swarm(7) || Swarm(7) == Swarm(8) {
+		t.Errorf("Swarm is not a function of the seed %s", repro(t))
+	}
+	if got, err := ParseFaultMix(DescribeSwarm(42)); err != nil || got != Swarm(42) {
+		t.Errorf("ParseFaultMix(DescribeSwarm(42)) = %+v, %v %s", got, err, repro(t))
+	}
+}
+
+func TestParseFaultMixErrors(t *testing.T) {
+	for _, c := range []struct{ text, want string }{
+		{"fault nosuch rate=0.1", `line 1: unknown fault "nosuch"`},
+		{"fault row-fault rate=0.1\nfault row-fault rate=0.2", "line 2: fault row-fault already set on line 1"},
+		{"\nfault row-fault rate=2", `line 2: fault row-fault: rate "2" is not a number in [0, 1]`},
+		{"fault row-fault rate=-0", ""},
+		{"fault row-fault rate=NaN", `rate "NaN"`},
+		{"fault row-fault 0.1", `line 1: "fault row-fault 0.1": want`},
+		{"fault row-fault rate=0.1 extra", "line 1:"},
+		{"flt row-fault rate=0.1", "line 1:"},
+		{"# comment\n\nfault delay rate=1", ""},
+	} {
+		_, err := ParseFaultMix(c.text)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("ParseFaultMix(%q) = %v, want success %s", c.text, err, repro(t))
+		case c.want != "" && (!errors.Is(err, ErrBadFaultMix) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("ParseFaultMix(%q) = %v, want ErrBadFaultMix containing %q %s", c.text, err, c.want, repro(t))
+		}
+	}
+}
+
+func TestConfig(t *testing.T) {
+	s := sim.New(sim.Options{})
+	store, _ := NewStore(StoreOptions{})
+	t.Run("defaults", func(t *testing.T) {
+		d := New(s, store, Config{})
+		if d.Capabilities() != DefaultCaps || d.Name() != "mem" {
+			t.Errorf("zero Config: caps %+v, name %q %s", d.Capabilities(), d.Name(), repro(t))
+		}
+	})
+	region := drivers.Region{Label: "a", SlotBytes: 8, Slots: 1, Mem: make(drivers.Bytes, 8)}
+	for _, c := range []struct {
+		name string
+		rt   sim.Runtime
+		st   *Store
+		cfg  Config
+	}{
+		{"no-runtime", nil, store, Config{}},
+		{"no-store", s, nil, Config{}},
+		{"max-rows-0", s, store, Config{Caps: drivers.Capabilities{CanFetch: true}}},
+		{"no-direction", s, store, Config{Caps: drivers.Capabilities{MaxRowsPerOp: 2}}},
+		{"bad-rate", s, store, Config{Faults: FaultMix{Delay: math.Inf(1)}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := New(c.rt, c.st, c.cfg)
+			if _, err := d.Register(region); !errors.Is(err, ErrBadConfig) || !errors.Is(err, drivers.ErrRegistrationRefused) {
+				t.Errorf("Register = %v, want ErrBadConfig refusal %s", err, repro(t))
+			}
+			if _, err := d.Submit(drivers.RowBatch{Dir: drivers.Fetch, Rows: rows(1, "k")}, nil); !errors.Is(err, ErrBadConfig) || !errors.Is(err, drivers.ErrInvalidSubmission) {
+				t.Errorf("Submit = %v, want ErrBadConfig %s", err, repro(t))
+			}
+			if _, err := d.Contains(context.Background(), nil); !errors.Is(err, ErrBadConfig) {
+				t.Errorf("Contains = %v, want ErrBadConfig %s", err, repro(t))
+			}
+			if labels := d.Shutdown(context.Background()); len(labels) != 0 {
+				t.Errorf("Shutdown = %v %s", labels, repro(t))
+			}
+		})
+	}
+	t.Run("max-rows", func(t *testing.T) {
+		d := New(s, store, Config{Caps: drivers.Capabilities{MaxRowsPerOp: 1, CanPublish: true}})
+		h, err := d.Register(drivers.Region{Label: "m", SlotBytes: 8, Slots: 2, Mem: make(drivers.Bytes, 16)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Submit(drivers.RowBatch{Dir: drivers.Publish, Rows: rows(h, "a", "b")}, nil); !errors.Is(err, drivers.ErrInvalidSubmission) {
+			t.Errorf("2 rows over MaxRowsPerOp 1 = %v %s", err, repro(t))
+		}
+		if _, err := d.Submit(drivers.RowBatch{Dir: drivers.Publish, Rows: rows(h, "a")}, nil); err != nil {
+			t.Errorf("1 row at MaxRowsPerOp 1 = %v %s", err, repro(t))
+		}
+		if _, err := d.Contains(context.Background(), []string{"a", "b"}); err == nil {
+			t.Errorf("lookup of 2 keys over MaxRowsPerOp 1 succeeded %s", repro(t))
+		}
+		d.Shutdown(context.Background())
+	})
+}
+
+func TestPendingCalls(t *testing.T) {
+	e := newEnv(t, kinds[0], envOpts{})
+	h := e.register(e.arena("a", 8, 8))
+	var hs []string
+	for i := 0; i < 11; i++ {
+		e.submit(drivers.Publish, []drivers.Row{{Key: fmt.Sprint("k", i), Handle: h, Slot: i % 8}})
+		if i == 7 {
+			e.run()
+		}
+	}
+	hs = e.d.PendingCalls()
+	want := []string{"call 9 (PUBLISH, 1 rows, access PENDING)", "call 10 (PUBLISH, 1 rows, access PENDING)", "call 11 (PUBLISH, 1 rows, access PENDING)"}
+	if strings.Join(hs, "|") != strings.Join(want, "|") {
+		t.Errorf("PendingCalls = %q, want %q %s", hs, want, repro(t))
+	}
+	e.run()
+	if hs := e.d.PendingCalls(); len(hs) != 0 {
+		t.Errorf("PendingCalls after idle = %q %s", hs, repro(t))
+	}
+}
+
+func ExampleDescribeSwarm() {
+	fmt.Print(DescribeSwarm(1))
+	// Output:
+	// # memdriver swarm seed=1
+	// fault row-fault rate=0.056
+	// fault stale-lookup rate=0.0873
+	// fault evict rate=0.0079
+	// fault submit-reject rate=0.106
+	// fault submit-error rate=0.0335
+	// fault error-before rate=0.0102
+	// fault late-write rate=0.0217
+	// fault timeout rate=0.0165
+	// fault unprovable-later rate=0.00393
+	// fault register-refused rate=0.00369
+	// fault rollback-fail rate=0.0961
+	// fault unregister-fail rate=0.0264
+	// fault unregister-stuck rate=0.0757
+}
