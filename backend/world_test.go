@@ -224,7 +224,7 @@ func (s *spy) driver() drivers.Driver {
 	return s
 }
 
-func (s *spy) Capabilities() drivers.Capabilities               { return s.d.Capabilities() }
+func (s *spy) Capabilities() drivers.Capabilities                { return s.d.Capabilities() }
 func (s *spy) Register(r drivers.Region) (drivers.Handle, error) { return s.d.Register(r) }
 func (s *spy) Unregister(h drivers.Handle) error                 { return s.d.Unregister(h) }
 func (s *spy) Drain() drivers.DrainStatus                        { return s.d.Drain() }

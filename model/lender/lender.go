@@ -111,6 +111,7 @@ type Loan struct {
 	attempt Attempt
 	state   LoanState
 	marks   []bool           // arrived rows (S-MARKS), by view position
+	data    [][]byte         // the bytes of each arrived row, read when marked
 	marked  *backend.Outcome // the outcome the marks were taken from
 	proven  bool             // retained, then access ENDED
 	seen    backend.Outcome  // outcome at release (S-RELEASE re-checks it)
@@ -130,6 +131,16 @@ func (ln *Loan) Attempt() Attempt { return ln.attempt }
 
 // Marks is the arrived marks, by view position (S-MARKS).
 func (ln *Loan) Marks() []bool { return append([]bool(nil), ln.marks...) }
+
+// Data is what arrived in row i, read from the slot when the row was marked
+// (so it stays readable after the slot is released and poisoned); nil for a
+// row that did not arrive.
+func (ln *Loan) Data(i int) []byte {
+	if i < 0 || i >= len(ln.data) {
+		return nil
+	}
+	return ln.data[i]
+}
 
 // Stats counts slots.
 type Stats struct {

@@ -90,6 +90,7 @@ func (l *Lender) Attach(ln *Loan, a Attempt) error {
 	}
 	ln.attempt = a
 	ln.marks = make([]bool, len(ln.slots))
+	ln.data = make([][]byte, len(ln.slots))
 	l.loans[a] = ln
 	l.observe(ln)
 	return nil

@@ -76,6 +76,9 @@ func (l *Lender) checkMarks(ln *Loan, o backend.Outcome) {
 			continue
 		}
 		ln.marks[i] = s
+		if s {
+			ln.data[i] = l.Peek(ln, i)
+		}
 	}
 	ln.marked = &o
 }
