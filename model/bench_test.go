@@ -3,6 +3,9 @@ package model
 import (
 	"fmt"
 	"testing"
+
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/sim/arena"
 )
 
 // BenchmarkCheck: porcupine check time of generated correct histories of
@@ -25,5 +28,33 @@ func BenchmarkCheck(b *testing.B) {
 				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000/float64(n)*10_000, "ms/10k-ops")
 			})
 		}
+	}
+}
+
+// BenchmarkRecorder: the recorder's cost per row operation on the
+// simulator's hot path (submit, final, access, callback, one touch).
+//
+//	go test -bench Recorder -run '^$' ./model
+func BenchmarkRecorder(b *testing.B) {
+	mem := make(drivers.Bytes, 64*256)
+	var rec *Recorder
+	id := drivers.CallID(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		if id%1024 == 0 { // a fresh recorder per run of 1024 calls
+			rec = NewRecorder(RecorderOptions{})
+			rec.Registered(0, 1, drivers.Region{Label: "B", SlotBytes: 256, Slots: 64, Mem: mem})
+		}
+		id++
+		dir := drivers.Fetch
+		if id%2 == 0 {
+			dir = drivers.Publish
+		}
+		bt := drivers.RowBatch{Dir: dir, Rows: []drivers.Row{{Key: "k", Handle: 1, Slot: int(id % 64)}}}
+		rec.Submitted(0, id, bt, nil)
+		rec.OnTouch(arena.Touch{By: drivers.Toucher{Call: id}})
+		rec.RowFinal(0, id, 0, drivers.OK)
+		rec.AccessChanged(0, id, drivers.AccessEnded)
+		rec.Callback(0, id)
 	}
 }

@@ -29,7 +29,9 @@ const (
 
 // Note is one event worth showing next to the history: a callback, a
 // fault, an access change, a cancel, a registration, a store event. Seq is
-// in the same sequence as the operations' Call and Return.
+// in the same sequence as the operations' Call and Return. Text is short
+// (the call and key are fields), so recording stays cheap on the
+// simulator's hot path.
 type Note struct {
 	Seq  int64
 	At   time.Duration
@@ -138,8 +140,12 @@ type Recorder struct {
 // callRec is a call's facts plus the regions its rows were on at submit.
 type callRec struct {
 	CallInfo
-	regs  []drivers.Region
-	known []bool
+	regs []rowRegion
+}
+
+type rowRegion struct {
+	reg   drivers.Region
+	known bool
 }
 
 type callRow struct {
@@ -170,6 +176,12 @@ type stampedTouch struct {
 }
 
 var _ monitor.Observer = (*Recorder)(nil)
+
+var accessTexts = [...]string{
+	drivers.AccessPending:    "access PENDING",
+	drivers.AccessEnded:      "access ENDED",
+	drivers.AccessUnprovable: "access UNPROVABLE",
+}
 
 // NewRecorder returns an empty recorder.
 func NewRecorder(opts RecorderOptions) *Recorder {
@@ -271,8 +283,7 @@ func (r *Recorder) Submitted(at time.Duration, id drivers.CallID, b drivers.RowB
 	}
 	c := &callRec{
 		CallInfo: CallInfo{ID: id, Dir: b.Dir, CallSeq: start.seq, CalledAt: start.at, Rows: make([]RowInfo, len(b.Rows))},
-		regs:     make([]drivers.Region, len(b.Rows)),
-		known:    make([]bool, len(b.Rows)),
+		regs:     make([]rowRegion, len(b.Rows)),
 	}
 	for i, row := range b.Rows {
 		ri := RowInfo{Key: row.Key, Slot: row.Slot}
@@ -280,7 +291,7 @@ func (r *Recorder) Submitted(at time.Duration, id drivers.CallID, b drivers.RowB
 		if ok {
 			ri.Region = reg.Label
 		}
-		c.regs[i], c.known[i] = reg, ok
+		c.regs[i] = rowRegion{reg, ok}
 		if b.Dir == drivers.Publish {
 			ri.Value = r.publishDigest(reg, ok, row.Slot)
 		}
@@ -367,11 +378,11 @@ func (r *Recorder) final(c *callRec, seq int64, at time.Duration, row int, st dr
 	ri := &c.Rows[row]
 	ri.Status, ri.FinalSeq, ri.FinalAt = st, seq, at
 	if c.Dir == drivers.Fetch && st == drivers.OK {
-		ri.Value = r.fetchDigest(c.regs[row], c.known[row], ri.Slot)
+		ri.Value = r.fetchDigest(c.regs[row].reg, c.regs[row].known, ri.Slot)
 	}
 	if st == drivers.Fault || st == drivers.NotAttempted {
 		r.notes = append(r.notes, Note{Seq: seq, At: at, Tag: TagFault, Call: c.ID, Key: ri.Key,
-			Text: fmt.Sprintf("%v row %d %v", c.Dir, row, st)})
+			Text: "row " + strconv.Itoa(row) + " " + st.String()})
 	}
 }
 
@@ -393,7 +404,11 @@ func (r *Recorder) access(c *callRec, seq int64, at time.Duration, acc drivers.A
 	if acc == drivers.AccessEnded && c.EndedSeq == 0 {
 		c.EndedSeq, c.EndedAt = seq, at
 	}
-	r.notes = append(r.notes, Note{Seq: seq, At: at, Tag: TagAccess, Call: c.ID, Text: fmt.Sprintf("call %d access %v", c.ID, acc)})
+	text := "access ?"
+	if int(acc) < len(accessTexts) {
+		text = accessTexts[acc]
+	}
+	r.notes = append(r.notes, Note{Seq: seq, At: at, Tag: TagAccess, Call: c.ID, Text: text})
 }
 
 // Cancelled implements monitor.Observer.
@@ -403,7 +418,7 @@ func (r *Recorder) Cancelled(at time.Duration, id drivers.CallID, res drivers.Ca
 	if c, ok := r.calls[id]; ok {
 		c.Cancelled = true
 	}
-	r.note(at, TagCancel, id, "", fmt.Sprintf("cancel call %d: %v", id, res))
+	r.note(at, TagCancel, id, "", "cancel: "+res.String())
 }
 
 // Callback is optional: the monitor reports each change callback of call id
@@ -414,7 +429,7 @@ func (r *Recorder) Callback(at time.Duration, id drivers.CallID) {
 	if c, ok := r.calls[id]; ok {
 		c.Callbacks++
 	}
-	r.note(at, TagCallback, id, "", fmt.Sprintf("callback of call %d", id))
+	r.note(at, TagCallback, id, "", "callback")
 }
 
 // LookedUp implements monitor.Observer. With RecorderOptions.Lookups each
@@ -470,7 +485,7 @@ func (r *Recorder) Put(at time.Duration, id drivers.CallID, row int, key string)
 	if _, ok := r.puts[callRow{id, row}]; !ok {
 		r.puts[callRow{id, row}] = seq
 	}
-	r.notes = append(r.notes, Note{Seq: seq, At: at, Tag: TagStore, Call: id, Key: key, Text: fmt.Sprintf("store ran put of call %d row %d", id, row)})
+	r.notes = append(r.notes, Note{Seq: seq, At: at, Tag: TagStore, Call: id, Key: key, Text: "put of row " + strconv.Itoa(row) + " ran"})
 }
 
 // Annotate is optional: the harness adds a note of its own (an injected

@@ -546,9 +546,13 @@ func annotations(ops []porcupine.Operation, notes []Note) []porcupine.Annotation
 			continue
 		}
 		c := tagColors[n.Tag]
+		desc := n.Text
+		if n.Call != 0 {
+			desc = fmt.Sprintf("call %d: %s", n.Call, n.Text)
+		}
 		out = append(out, porcupine.Annotation{
-			Tag: n.Tag, Start: n.Seq, Description: n.Text,
-			Details:   fmt.Sprintf("#%d at %v: %s", n.Seq, n.At, n.Text),
+			Tag: n.Tag, Start: n.Seq, Description: desc,
+			Details:   n.String(),
 			TextColor: c[0], BackgroundColor: c[1],
 		})
 	}
