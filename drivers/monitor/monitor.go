@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -684,23 +685,44 @@ func (m *Monitor) Finish() []Violation {
 		m.mu.Unlock()
 	}
 	m.mu.Lock()
-	stats := m.sizeStatsLocked()
-	var full SizeStat
-	smallOK := 0
-	for _, s := range stats {
-		if s.Rows == m.caps.MaxRowsPerOp {
-			full = s
-		} else {
-			smallOK += s.Succeeded
-		}
-	}
-	if failed := full.Refused + full.AllFault; failed >= m.opts.FullSizeMinCalls && full.Succeeded == 0 && smallOK > 0 {
-		m.violateLocked(Violation{Rule: RuleCapabilities, Row: -1,
-			Detail: fmt.Sprintf("every one of %d full-size batches (MaxRowsPerOp=%d rows) failed (%d refused, %d all FAULT) while %d smaller ones succeeded",
-				full.Submitted, m.caps.MaxRowsPerOp, full.Refused, full.AllFault, smallOK)})
-	}
+	m.fullSizeLocked()
 	m.mu.Unlock()
 	return m.Violations()
+}
+
+// fullSizeLocked is the MaxRowsPerOp-honesty judgement ("capabilities",
+// MaxRowsOffByOne): every full-size batch failed (refused, or every row
+// FAULT) while smaller ones succeeded, and so many of them failed that
+// chance is not a credible cause. Chance is estimated from the smaller
+// batches: q = (failed+1)/(submitted+2) is their failure rate (Laplace
+// smoothed), and n full-size failures in a row happen with probability
+// about q^n. Per-call faults (error-before, timeout …) hit every size
+// alike and per-row faults make an all-FAULT answer rarer for more rows, so
+// q is a fair estimate; the verdict needs q^n < 1e-6 and n >=
+// Options.FullSizeMinCalls.
+func (m *Monitor) fullSizeLocked() {
+	var full SizeStat
+	smallOK, smallFailed, smallSubmitted := 0, 0, 0
+	for _, s := range m.sizeStatsLocked() {
+		if s.Rows == m.caps.MaxRowsPerOp {
+			full = s
+			continue
+		}
+		smallOK += s.Succeeded
+		smallFailed += s.Refused + s.AllFault
+		smallSubmitted += s.Submitted
+	}
+	n := full.Refused + full.AllFault
+	if n < m.opts.FullSizeMinCalls || full.Succeeded > 0 || smallOK == 0 {
+		return
+	}
+	q := float64(smallFailed+1) / float64(smallSubmitted+2)
+	if math.Pow(q, float64(n)) >= 1e-6 {
+		return
+	}
+	m.violateLocked(Violation{Rule: RuleCapabilities, Row: -1,
+		Detail: fmt.Sprintf("every one of %d full-size batches (MaxRowsPerOp=%d rows) failed (%d refused, %d all FAULT) while %d of %d smaller ones succeeded",
+			full.Submitted, m.caps.MaxRowsPerOp, full.Refused, full.AllFault, smallOK, smallSubmitted)})
 }
 
 // unsignalledLocked is the D-CB-1 / D-CB-2 judgement of the package doc: any

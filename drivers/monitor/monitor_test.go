@@ -184,11 +184,13 @@ func scenarioBadBatches(e *env) {
 }
 
 func scenarioFullSize(e *env) {
-	h := e.register(e.region("r1", 16))
-	for i := range 3 {
+	h := e.register(e.region("r1", 64))
+	for i := range 6 {
 		e.submit(drivers.Fetch, h, 4*i, fmt.Sprintf("k/%d0", i), fmt.Sprintf("k/%d1", i), fmt.Sprintf("k/%d2", i), fmt.Sprintf("k/%d3", i))
 	}
-	e.submit(drivers.Fetch, h, 12, "k/small")
+	for i := range 10 {
+		e.submit(drivers.Fetch, h, 32+i, fmt.Sprintf("k/small%d", i))
+	}
 	e.run()
 	e.drain()
 	e.shutdown()

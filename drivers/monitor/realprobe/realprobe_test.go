@@ -1,0 +1,276 @@
+package realprobe_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/monitor"
+	"github.com/storesim/storesim/drivers/monitor/realprobe"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// goDriver is a concurrent driver: every call completes on its own
+// goroutine and calls back from there, possibly before Submit returns.
+type goDriver struct {
+	underLock bool // bug: call back while holding mu (D-CB-4)
+	blocking  bool // bug: Cancel waits for the transfer (D-CAN-1)
+	work      time.Duration
+
+	mu     sync.Mutex
+	wg     sync.WaitGroup
+	nextID drivers.CallID
+	nextH  drivers.Handle
+	live   map[drivers.Handle]drivers.Region
+	calls  []*goCall
+	closed bool
+}
+
+type goCall struct {
+	d        *goDriver
+	id       drivers.CallID
+	res      []drivers.Status
+	acc      drivers.Access
+	cancel   chan struct{}
+	done     chan struct{}
+	onChange func()
+}
+
+func newGoDriver() *goDriver { return &goDriver{live: map[drivers.Handle]drivers.Region{}} }
+
+func (d *goDriver) Capabilities() drivers.Capabilities {
+	return drivers.Capabilities{MaxRowsPerOp: 4, AbsentIsMiss: true, CanFetch: true, CanPublish: true, CanCancel: true}
+}
+
+func (d *goDriver) Register(r drivers.Region) (drivers.Handle, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.nextH++
+	d.live[d.nextH] = r
+	return d.nextH, nil
+}
+
+func (d *goDriver) Unregister(h drivers.Handle) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.live, h)
+	return nil
+}
+
+func (d *goDriver) Contains(_ context.Context, keys []string) ([]bool, error) {
+	return make([]bool, len(keys)), nil
+}
+
+func (d *goDriver) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, drivers.ErrClosed
+	}
+	if err := b.Validate(d.Capabilities(), func(h drivers.Handle) (drivers.Region, bool) { r, ok := d.live[h]; return r, ok }); err != nil {
+		return nil, err
+	}
+	d.nextID++
+	c := &goCall{d: d, id: d.nextID, res: make([]drivers.Status, len(b.Rows)),
+		cancel: make(chan struct{}), done: make(chan struct{}), onChange: onChange}
+	d.calls = append(d.calls, c)
+	d.wg.Add(1)
+	go c.run()
+	return c, nil
+}
+
+func (c *goCall) run() {
+	defer c.d.wg.Done()
+	defer close(c.done)
+	outcome := drivers.Miss
+	select {
+	case <-time.After(c.d.work):
+	case <-c.cancel:
+		outcome = drivers.NotAttempted
+	}
+	c.d.mu.Lock()
+	for i := range c.res {
+		c.res[i] = outcome
+	}
+	c.acc = drivers.AccessEnded
+	if c.d.underLock {
+		c.onChange()
+		c.d.mu.Unlock()
+		return
+	}
+	c.d.mu.Unlock()
+	c.onChange()
+}
+
+func (c *goCall) ID() drivers.CallID { return c.id }
+
+func (c *goCall) Results() []drivers.Status {
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
+	return slices.Clone(c.res)
+}
+
+func (c *goCall) Access() drivers.Access {
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
+	return c.acc
+}
+
+func (c *goCall) Cancel() drivers.CancelResult {
+	c.d.mu.Lock()
+	if c.acc == drivers.AccessEnded {
+		c.d.mu.Unlock()
+		return drivers.CancelAlreadyDone
+	}
+	c.d.mu.Unlock()
+	if c.d.blocking {
+		<-c.done
+		return drivers.CancelRequested
+	}
+	select {
+	case <-c.cancel:
+	default:
+		close(c.cancel)
+	}
+	return drivers.CancelRequested
+}
+
+func (d *goDriver) Drain() drivers.DrainStatus {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed = true
+	var pending []drivers.CallID
+	for _, c := range d.calls {
+		select {
+		case <-c.done:
+		default:
+			pending = append(pending, c.id)
+		}
+	}
+	return drivers.DrainStatus{Done: len(pending) == 0, Pending: pending}
+}
+
+func (d *goDriver) Shutdown(context.Context) []string {
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+	d.wg.Wait() // every callback has returned (D-CB-5)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	clear(d.live)
+	return nil
+}
+
+func monitored(d *goDriver, bound time.Duration) *monitor.Monitor {
+	return monitor.Wrap(d, monitor.Options{Seed: 1,
+		LockProbe: realprobe.LockProbe(bound), CancelBound: realprobe.Stopwatch(bound)})
+}
+
+func hasRule(vs []monitor.Violation, rule string) bool {
+	return slices.ContainsFunc(vs, func(v monitor.Violation) bool { return v.Rule == rule })
+}
+
+// TestConcurrentConforming: many goroutines submit, cancel, read and drain
+// through one monitor around a driver that calls back from its own
+// goroutines; the monitor is race-free (go test -race) and flags nothing.
+func TestConcurrentConforming(t *testing.T) {
+	const repro = "(repro: go test -race ./drivers/monitor/realprobe -run TestConcurrentConforming)"
+	d := newGoDriver()
+	d.work = 200 * time.Microsecond
+	m := monitored(d, time.Second)
+	md := m.Driver()
+	h, err := md.Register(drivers.Region{Label: "r", Slots: 64, SlotBytes: 8, Mem: make(drivers.Bytes, 512)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				b := drivers.RowBatch{Dir: drivers.Fetch, Rows: []drivers.Row{
+					{Key: fmt.Sprintf("k/%d/%d/a", g, i), Handle: h, Slot: 2 * g},
+					{Key: fmt.Sprintf("k/%d/%d/b", g, i), Handle: h, Slot: 2*g + 1, Position: 1},
+				}}
+				c, err := md.Submit(b, func() {})
+				if err != nil {
+					t.Errorf("submit: %v %s", err, repro)
+					return
+				}
+				if i%3 == 0 {
+					c.Cancel()
+				}
+				c.Results()
+				c.Access()
+			}
+		}()
+	}
+	wg.Wait()
+	for !md.Drain().Done {
+		time.Sleep(time.Millisecond)
+	}
+	if labels := md.Shutdown(context.Background()); len(labels) > 0 {
+		t.Fatalf("labels %v %s", labels, repro)
+	}
+	if vs := m.Finish(); len(vs) > 0 {
+		t.Fatalf("conforming concurrent driver flagged: %v %s", vs, repro)
+	}
+}
+
+// TestProbesCatch: the wall-clock probes catch the two rules the
+// simulator cannot time.
+func TestProbesCatch(t *testing.T) {
+	cases := []struct {
+		name string
+		rule string
+		bug  func(*goDriver)
+	}{
+		{"SignalUnderLock", monitor.RuleUnderLock, func(d *goDriver) { d.underLock = true }},
+		{"BlockingCancel", monitor.RuleCancel, func(d *goDriver) { d.blocking = true; d.work = 100 * time.Millisecond }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newGoDriver()
+			d.work = time.Millisecond
+			tc.bug(d)
+			m := monitored(d, 20*time.Millisecond)
+			md := m.Driver()
+			h, _ := md.Register(drivers.Region{Label: "r", Slots: 1, SlotBytes: 8, Mem: make(drivers.Bytes, 8)})
+			c, err := md.Submit(drivers.RowBatch{Dir: drivers.Fetch, Rows: []drivers.Row{{Key: "k", Handle: h}}}, func() {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Cancel()
+			md.Shutdown(context.Background())
+			if vs := m.Finish(); !hasRule(vs, tc.rule) {
+				t.Fatalf("want %s, got %v (repro: go test ./drivers/monitor/realprobe -run 'TestProbesCatch/%s')", tc.rule, vs, tc.name)
+			}
+		})
+	}
+}
+
+func TestProbes(t *testing.T) {
+	const repro = "(repro: go test ./drivers/monitor/realprobe -run TestProbes)"
+	var mu sync.Mutex
+	probe := realprobe.LockProbe(10 * time.Millisecond)
+	if !probe(func() { mu.Lock(); mu.Unlock() }) {
+		t.Fatalf("a free lock was reported held %s", repro)
+	}
+	mu.Lock()
+	if probe(func() { mu.Lock(); mu.Unlock() }) {
+		t.Fatalf("a held lock was reported free %s", repro)
+	}
+	mu.Unlock() // the abandoned read finishes now; goleak checks it ends
+	watch := realprobe.Stopwatch(10 * time.Millisecond)
+	if !watch(func() {}) || watch(func() { time.Sleep(30 * time.Millisecond) }) {
+		t.Fatalf("stopwatch misjudged %s", repro)
+	}
+}
