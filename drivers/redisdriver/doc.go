@@ -47,10 +47,13 @@
 // Region.Mem: rueidis and the server only ever see private copies. So when
 // that goroutine has made its last touch, nothing can touch the call's rows
 // again and access is ENDED. A PUBLISH ends access right after it copied its
-// slots; a FETCH when its last slot write is done. A panic of the goroutine
-// (in the client or elsewhere), a wrong-length answer from the client, or a
-// goroutine still running when Shutdown stopped waiting make access
-// UNPROVABLE (D-ACCESS): the caller must keep that memory retained.
+// slots; a FETCH when its last slot write is done. A wrong-length answer from
+// the client fails every row (FAULT) but touches no slot, so access still
+// ends provably. A panic of the goroutine before its access ended (in the
+// client or a Memory), or a goroutine still running when Shutdown stopped
+// waiting, make access UNPROVABLE (D-ACCESS): the caller must keep that
+// memory retained. An abandoned goroutine that finishes later turns its
+// call's access ENDED (new evidence) without a callback (D-CB-5).
 //
 // # Cancellation and ambiguity
 //

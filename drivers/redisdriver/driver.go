@@ -105,6 +105,11 @@ func New(cfg Config) (*Driver, error) {
 		// No client-side caching: a FETCH or lookup must ask the server, or
 		// an evicted key could be answered from a stale local copy.
 		DisableCache: true,
+		// No client-side retries: rueidis retries read-only commands (GET,
+		// EXISTS) on network errors, without a deadline forever. A transport
+		// error must reach the row as FAULT (or the lookup as an error) at
+		// once; retrying is the backend's decision.
+		DisableRetry: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("redisdriver: connect to %s: %w", cfg.Addr, err)
