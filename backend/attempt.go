@@ -169,9 +169,10 @@ func (b *Backend) closeOpen(a *Attempt) {
 	}
 }
 
-// settle commits Delivered once every batch is done, and re-derives access.
+// settle commits Delivered once every batch is done (commit keeps an
+// earlier outcome), and re-derives access.
 func (b *Backend) settle(a *Attempt) {
-	if a.state == Pending && a.open == 0 {
+	if a.open == 0 {
 		b.commit(a, Delivered, nil)
 	}
 	if acc := attemptAccess(a); acc != a.access {

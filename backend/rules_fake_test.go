@@ -297,6 +297,10 @@ func TestFetchWrongLength(t *testing.T) {
 	if !errors.Is(a.Outcome().Reason, ErrWrongLength) || e.b.Stats().Unprovable != 1 {
 		t.Fatalf("reason %v gauge %d; want ErrWrongLength, 1 %s", a.Outcome().Reason, e.b.Stats().Unprovable, e.repro)
 	}
+	e.call(0).Short = false // a later right-length answer claiming ENDED changes nothing
+	e.call(0).Finish(ended, ok)
+	e.run()
+	e.wantOutcome(a, Failed, nil, unpr)
 }
 
 // TestPublish is B-PUBLISH.
