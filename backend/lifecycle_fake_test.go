@@ -248,7 +248,7 @@ func TestShutdown(t *testing.T) {
 func TestPending(t *testing.T) {
 	e := newEnv(t, defaultCaps, Config{Name: "be"})
 	e.mustAdmit(drivers.Fetch, e.view("a"))
-	want := []string{"be: attempt 1: no outcome", "be: call 1: access PENDING"}
+	want := []string{"attempt 1: no outcome", "call 1: access PENDING"}
 	if got := e.b.Pending(); !slices.Equal(got, want) {
 		t.Fatalf("Pending = %q, want %q %s", got, want, e.repro)
 	}

@@ -38,21 +38,22 @@ func (b *Backend) Stats() Stats {
 	return s
 }
 
-// Pending lists unfinished work for hang reports (sim.Scheduler.AddPending):
+// Pending lists unfinished work for hang reports (sim.Scheduler.AddPending,
+// which prefixes the source name):
 // attempts without an outcome, calls without evidence, a shutdown that has
 // not reported. UNPROVABLE calls are finished: they will never be waited for.
 func (b *Backend) Pending() []string {
 	var out []string
 	for _, a := range b.open {
-		out = append(out, fmt.Sprintf("%s: attempt %d: no outcome", b.cfg.Name, a.id))
+		out = append(out, fmt.Sprintf("attempt %d: no outcome", a.id))
 	}
 	for _, c := range b.live {
 		if c.access == drivers.AccessPending {
-			out = append(out, fmt.Sprintf("%s: call %d: access PENDING", b.cfg.Name, c.id))
+			out = append(out, fmt.Sprintf("call %d: access PENDING", c.id))
 		}
 	}
 	if b.shut.started && !b.shut.finished {
-		out = append(out, b.cfg.Name+": shutdown not finished")
+		out = append(out, "shutdown not finished")
 	}
 	slices.Sort(out)
 	return out

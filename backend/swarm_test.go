@@ -69,9 +69,12 @@ func runSwarm(t *testing.T, seed uint64) uint64 {
 	}
 	w.s.RunUntil(w.s.Now() + time.Duration(1e9))
 	for _, ep := range eps {
-		labels := ep.shutdown()
-		if len(labels) > 0 != ep.l.Held() {
-			t.Fatalf("%s: labels %q but held %v (S-HOLD) %s", ep.name, labels, ep.l.Held(), w.repro)
+		ep.b.Shutdown(ep.l.ShutdownReturned)
+	}
+	w.run() // fails on a hang: every attempt and shutdown must finish
+	for _, ep := range eps {
+		if labels, done := ep.b.ShutdownLabels(); !done || len(labels) > 0 != ep.l.Held() {
+			t.Fatalf("%s: shutdown done %v labels %q but held %v (S-HOLD) %s", ep.name, done, labels, ep.l.Held(), w.repro)
 		}
 	}
 	for _, s := range subs {

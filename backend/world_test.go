@@ -119,6 +119,7 @@ func (w *world) endpoint(name string, o epOpts) *endpoint {
 	ep.b, ep.err = backend.New(w.s, ep.spy.driver(), l.Regions(), cfg)
 	if ep.b != nil {
 		l.Bound(ep.b)
+		w.s.AddPending(name, ep.b.Pending) // liveness: run() fails on a hang
 	}
 	w.eps = append(w.eps, ep)
 	return ep
