@@ -64,6 +64,29 @@
 // names, shuts the driver down and reports the sorted union of its own labels
 // and the driver's. It is idempotent: a later call retries what remains.
 //
+// # Decisions
+//
+//   - A failure (or cancel) stops the rest of the attempt: queued batches are
+//     dropped and running calls get one Cancel each. Shutdown cancels every
+//     attempt without an outcome, so they end Cancelled (reason ErrShutdown).
+//   - NOT_ATTEMPTED in an attempt nobody cancelled fails it: it is never a
+//     miss. A view row on a handle that is not live, or on a slot outside its
+//     region, fails the attempt before any store call; two masked-in rows on
+//     one slot or an empty key are refused as malformed.
+//   - Look-ups use context.Background (the backend has no wall clock);
+//     drivers answer them at once (Contains is synchronous). A panicking
+//     Contains is a look-up failure; a panicking Submit is an UNPROVABLE
+//     submit error (D-SUB-2).
+//   - A registration error that is neither a refusal nor an *InDoubtError
+//     cannot prove nothing was registered, so its regions are treated as in
+//     doubt. In-doubt regions have no handle and are reported by every
+//     Shutdown (region:<label>:in-doubt): leaking memory is acceptable,
+//     corrupting it is not.
+//   - A wrong number of results makes the call UNPROVABLE for good, whatever
+//     the driver reports later.
+//   - Outcome and access are separate: a fetch may be Delivered while its
+//     access is still PENDING (a late RDMA write) or UNPROVABLE.
+//
 // # Hook points
 //
 // Every decision the spec names lives in one small function (cutHere,
