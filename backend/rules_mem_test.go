@@ -234,6 +234,33 @@ var memRules = []memRule{
 			t.Fatalf("second shutdown %q, want the same %q (D-SHUT-2) %s", again, labels, w.repro)
 		}
 	}},
+	{"S-RELEASE/unprovable-then-proven-stays-retained", func(t *testing.T, w *world, fl flavour) {
+		ep := w.endpoint("a", epOpts{fl: fl, faults: memdriver.FaultMix{UnprovableLater: 1}})
+		ln, a := ep.publish("a", "b")
+		sawUnprovable := false
+		for w.s.Step() {
+			sawUnprovable = sawUnprovable || a.Access() == drivers.AccessUnprovable
+		}
+		if !sawUnprovable || a.Access() != drivers.AccessEnded || ln.State() != lender.Retained || ep.b.Stats().Unprovable != 0 {
+			t.Fatalf("saw UNPROVABLE %v, access %v, loan %v, gauge %d; want UNPROVABLE then ENDED, retained, gauge 0 %s",
+				sawUnprovable, a.Access(), ln.State(), ep.b.Stats().Unprovable, w.repro)
+		}
+		if labels := ep.shutdown(); len(labels) != 0 || ep.l.Held() {
+			t.Fatalf("labels %q held %v: proof arrived, so everything is released %s", labels, ep.l.Held(), w.repro)
+		}
+	}},
+	{"S-NO-LATE-ACCESS/transport-error-mid-transfer", func(t *testing.T, w *world, fl flavour) {
+		pub := w.endpoint("a", epOpts{fl: fl})
+		pub.publish("k1", "k2", "k3", "k4")
+		w.run()
+		ep := w.endpoint("b", epOpts{fl: fl, faults: memdriver.FaultMix{ErrorAfter: 1}})
+		ln, a := ep.fetch("k1", "k2", "k3", "k4")
+		w.run()
+		if a.State() != backend.Failed || slices.Contains(ln.Marks(), true) {
+			t.Fatalf("outcome %v marks %v, want Failed and nothing marked %s", a.Outcome(), ln.Marks(), w.repro)
+		}
+		// w.check: no transfer landed in a released slot
+	}},
 	{"S-HOLD/registration-failure", func(t *testing.T, w *world, fl flavour) {
 		f := memdriver.FaultMix{RegisterRefused: 1}
 		if fl.kind.together {
