@@ -208,10 +208,11 @@ func (d *Driver) startRow(c *call, i int) {
 		}
 		rs.limit = len(rs.data)
 	case drivers.Publish:
-		rs.final = drivers.OK
 		if d.rFault.Chance(d.mix.RowMiss) {
-			rs.final = drivers.Miss // the store declines: nothing is stored
+			rs.final = drivers.Miss // the store declines up front: nothing read, nothing stored
+			break
 		}
+		rs.final = drivers.OK
 		rs.data = make([]byte, reg.SlotBytes)
 		rs.limit = reg.SlotBytes
 	}
@@ -281,7 +282,7 @@ func (d *Driver) moveChunk(c *call, i int) {
 func (d *Driver) finishTransfer(c *call, i int) {
 	rs := &c.rs[i]
 	rs.phase = rowDone
-	if c.dir == drivers.Publish && rs.limit == len(rs.data) {
+	if c.dir == drivers.Publish && rs.limit > 0 && rs.limit == len(rs.data) {
 		// A faulted publish that read everything may still land (D-STATUS).
 		if rs.final == drivers.OK || (rs.final == drivers.Fault && d.rFault.Chance(0.5)) {
 			d.store.put(Origin{Driver: d.name, Call: c.id, Row: i}, c.rows[i].Key, rs.data)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/sim"
@@ -533,10 +532,24 @@ func testNoCallbackAfterShutdown(t *testing.T, k kind) {
 	h := e.register(a)
 	var ws []*watch
 	for i := 0; i < 3; i++ {
-		_, w := e.submit(drivers.Publish, []drivers.Row{{Key: string(rune('a' + i)), Handle: h, Slot: i}})
+		key := string(rune('a' + i))
+		_, w := e.submit(drivers.Publish, []drivers.Row{{Key: key + "0", Handle: h, Slot: 2 * i}, {Key: key + "1", Handle: h, Slot: 2*i + 1, Position: 1}})
 		ws = append(ws, w)
 	}
-	e.s.RunUntil(20 * time.Microsecond)
+	// Stop right after a change whose callback is queued but has not run:
+	// Shutdown must run it itself, and the queued one must stay silent.
+	owed := func() bool {
+		e.d.mu.Lock()
+		defer e.d.mu.Unlock()
+		for _, c := range e.d.calls {
+			if c.delivered < c.version && c.access == drivers.AccessPending {
+				return true
+			}
+		}
+		return false
+	}
+	for !owed() && e.s.Step() {
+	}
 	labels := e.d.Shutdown(context.Background())
 	for _, w := range ws {
 		w.shutDone = true
