@@ -53,6 +53,9 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 		l.Store = "evicting"
 	}
 	nEnd := 1 + r.Intn(3)
+	// One slot size for the whole run: objects move between endpoints, and a
+	// fetch into a slot of another size is a (legal) FAULT, not a test of much.
+	slotBytes := 16 << r.Intn(3)
 	for i := range nEnd {
 		e := Endpoint{
 			Name:         string(rune('A' + i)),
@@ -65,7 +68,7 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 		}
 		for j := range 1 + r.Intn(3) {
 			e.Regions = append(e.Regions, RegionSpec{
-				Label: fmt.Sprintf("%s%d", e.Name, j), Slots: 4 + r.Intn(13), SlotBytes: 16 << r.Intn(3),
+				Label: fmt.Sprintf("%s%d", e.Name, j), Slots: 4 + r.Intn(13), SlotBytes: slotBytes,
 			})
 		}
 		if cfg.Faults != nil {
