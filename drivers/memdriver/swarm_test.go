@@ -52,7 +52,7 @@ func TestSwarm(t *testing.T) {
 // swarmStats counts what the swarm exercised.
 type swarmStats struct {
 	calls, ok, miss, fault, notAttempted, ended, unprovable, provenLater int
-	cancels, labels, touches, lateTouches, quarantined, escaped, busy  int
+	cancels, labels, touches, lateTouches, quarantined, escaped, busy    int
 }
 
 const (
