@@ -394,7 +394,10 @@ func (d *Driver) Shutdown(ctx context.Context) []string {
 		}
 		d.setAccess(c, drivers.AccessUnprovable)
 	}
-	d.toWake = d.toWake[:0] // the owed callbacks run below, not through the runtime
+	for _, c := range d.toWake { // the owed callbacks run below, not through the runtime
+		c.listed = false
+	}
+	d.toWake = nil
 	var owed []*call
 	for _, c := range d.sortedCalls() {
 		if c.delivered < c.version && c.onChange != nil {

@@ -19,7 +19,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // repro is the command that reruns the current (sub)test.
-func repro(t *testing.T) string {
+func repro(t testing.TB) string {
 	parts := strings.Split(t.Name(), "/")
 	for i, p := range parts {
 		parts[i] = "^" + regexp.QuoteMeta(p) + "$"

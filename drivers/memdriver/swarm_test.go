@@ -81,7 +81,7 @@ type swCall struct {
 }
 
 type swarmRun struct {
-	t        *testing.T
+	t        testing.TB
 	seed     uint64
 	s        *sim.Scheduler
 	w        *sim.Rand
@@ -103,7 +103,7 @@ func (r *swarmRun) fail(format string, args ...any) {
 	r.t.Fatalf("seed %d: %s\nfault mix:\n%s\n%s", r.seed, fmt.Sprintf(format, args...), DescribeSwarm(r.seed), repro(r.t))
 }
 
-func runSwarm(t *testing.T, seed uint64, st *swarmStats) {
+func runSwarm(t testing.TB, seed uint64, st *swarmStats) *swarmRun {
 	w := sim.NewRand(sim.SubSeed(seed, "test/workload"))
 	r := &swarmRun{t: t, seed: seed, w: w, calls: map[drivers.CallID]*swCall{}, st: st}
 	r.s = sim.New(sim.Options{
@@ -155,6 +155,28 @@ func runSwarm(t *testing.T, seed uint64, st *swarmStats) {
 	}
 	r.finalChecks()
 	r.count()
+	return r
+}
+
+// TestSwarmDeterminism: one seed replays exactly: the same trace hash, the
+// same results and the same store.
+func TestSwarmDeterminism(t *testing.T) {
+	for seed := uint64(0); seed < 50; seed++ {
+		var st swarmStats
+		a, b := runSwarm(t, seed, &st), runSwarm(t, seed, &st)
+		if a.s.TraceHash() != b.s.TraceHash() || a.summary() != b.summary() {
+			t.Fatalf("seed %d: two runs differ: trace %x vs %x\n%s\nvs\n%s %s", seed, a.s.TraceHash(), b.s.TraceHash(), a.summary(), b.summary(), repro(t))
+		}
+	}
+}
+
+func (r *swarmRun) summary() string {
+	var b bytes.Buffer
+	for _, id := range r.order {
+		fmt.Fprintf(&b, "call %d %v %v\n", id, r.calls[id].c.Results(), r.calls[id].c.Access())
+	}
+	fmt.Fprintf(&b, "store %v\n", r.store.Keys())
+	return b.String()
 }
 
 func (r *swarmRun) count() {
