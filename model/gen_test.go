@@ -84,6 +84,12 @@ func genHistory(seed uint64, o genOptions) History {
 // durable history is also an evicting one); evicting ones pass the
 // evicting profile; and one read of a never-published value fails.
 func TestGeneratedHistoriesPass(t *testing.T) {
+	mutated := 0
+	defer func() {
+		if !t.Failed() && mutated == 0 {
+			t.Errorf("no late-read mutation was planted: the test proves nothing (repro: go test ./model -run TestGeneratedHistoriesPass)")
+		}
+	}()
 	for seed := uint64(1); seed <= 20; seed++ {
 		for _, c := range []struct {
 			name     string
@@ -109,6 +115,65 @@ func TestGeneratedHistoriesPass(t *testing.T) {
 			if res := Check(bad, Evicting, 0); res.Outcome != porcupine.Illegal {
 				t.Fatalf("seed %d: a read of a never-published value passed: %v (repro: go test ./model -run TestGeneratedHistoriesPass)", seed, res)
 			}
+			if c.evict == 0 {
+				for _, m := range lateMutations(h) {
+					mutated++
+					if res := Check(m.h, Durable, 0); res.Outcome != porcupine.Illegal {
+						t.Fatalf("seed %d: %s passed the durable model: %v (repro: go test ./model -run TestGeneratedHistoriesPass)", seed, m.name, res)
+					}
+				}
+			}
 		}
 	}
+}
+
+// lateMutations plants, in a durable history, a read called after the
+// key's value was first read that disagrees with it: one returns another
+// value published on the key, one misses. The durable pre-pass drops late
+// reads that agree; these must stay and fail.
+func lateMutations(h History) []struct {
+	name string
+	h    History
+} {
+	firstRead := map[string]int{} // key → index of the earliest-returning FETCH OK
+	other := map[string]uint64{}  // key → a published value other than the first read's
+	for i, op := range h {
+		if op.Kind == KindFetch && op.Status == drivers.OK {
+			if j, ok := firstRead[op.Key]; !ok || op.Return < h[j].Return {
+				firstRead[op.Key] = i
+			}
+		}
+	}
+	for _, op := range h {
+		if j, ok := firstRead[op.Key]; ok && op.Kind == KindPublish && op.Value != h[j].Value {
+			other[op.Key] = op.Value
+		}
+	}
+	var out []struct {
+		name string
+		h    History
+	}
+	for i, op := range h {
+		j, ok := firstRead[op.Key]
+		w, hasOther := other[op.Key]
+		if !ok || !hasOther || op.Kind != KindFetch || op.Status != drivers.OK || op.Call <= h[j].Return {
+			continue
+		}
+		wrong := append(History(nil), h...)
+		wrong[i].Value = w
+		miss := append(History(nil), h...)
+		miss[i].Status, miss[i].Value = drivers.Miss, 0
+		out = append(out, struct {
+			name string
+			h    History
+		}{fmt.Sprintf("late read %d of another published value", i), wrong},
+			struct {
+				name string
+				h    History
+			}{fmt.Sprintf("late read %d missing", i), miss})
+		if len(out) >= 4 {
+			break
+		}
+	}
+	return out
 }

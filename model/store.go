@@ -125,8 +125,11 @@ func evictingStep(state, in, _ any) (bool, any) {
 	s, i := state.(*valueSet), in.(*input)
 	switch i.step {
 	case stFetchOK:
-		if !s.has(i.value) {
+		switch {
+		case !s.has(i.value):
 			return false, state
+		case len(s.vals) == 1:
+			return true, state // the common case: no allocation
 		}
 		return true, singleSet(i.value)
 	case stFetchMiss, stAbsent:
@@ -289,7 +292,7 @@ func Check(h History, profile Profile, timeout time.Duration) CheckResult {
 		return res
 	}
 	res.model = m
-	res.ops, res.Dropped = prepare(h)
+	res.ops, res.Dropped = prepare(h, profile)
 	res.Checked = len(res.ops)
 	res.Keys = len(partitionByKey(res.ops))
 	res.Outcome = porcupine.CheckOperationsTimeout(m, res.ops, timeout)
@@ -305,40 +308,14 @@ func Check(h History, profile Profile, timeout time.Duration) CheckResult {
 }
 
 // prepare turns h into porcupine operations grouped by key (sorted), in call
-// order within a key, each on a visualization lane free at its call.
-func prepare(h History) ([]porcupine.Operation, int) {
+// order within a key, each on a visualization lane free at its call. It
+// drops what cannot change the verdict (see Check).
+func prepare(h History, profile Profile) ([]porcupine.Operation, int) {
 	ops := append(History(nil), h...) // porcupine keeps pointers into it
-	// Ambiguous publishes are few: index their values first, so only reads
-	// of those values pay for a (key, value) lookup.
-	type obs struct {
-		key string
-		v   uint64
-	}
-	ambiguous := map[uint64]bool{}
-	for _, op := range ops {
-		if op.Kind == KindPublish && !op.Settled() && op.Effect != NoEffect {
-			ambiguous[op.Value] = true
-		}
-	}
-	observed := map[obs]bool{}
-	found := map[string]bool{}
-	end := int64(0)
-	for _, op := range ops {
-		switch {
-		case op.Kind == KindFetch && op.Status == drivers.OK && ambiguous[op.Value]:
-			observed[obs{op.Key, op.Value}] = true
-		case op.Kind == KindLookup && op.Status == drivers.OK:
-			found[op.Key] = true
-		}
-		end = max(end, op.Call, op.EffectSeq)
-		if op.Return != Never {
-			end = max(end, op.Return)
-		}
-	}
-	end++ // after every event: "never returned"
 
-	// Sort small pointer-free records by key rank: cheaper than moving
-	// strings and pointers around (PERF: this was half the check time).
+	// Keys by rank: the per-key facts below live in slices, and the sort
+	// moves small pointer-free records (moving strings and pointers was half
+	// the check time).
 	rank := map[string]int32{}
 	for _, op := range ops {
 		rank[op.Key] = 0
@@ -351,6 +328,48 @@ func prepare(h History) ([]porcupine.Operation, int) {
 	for i, k := range keys {
 		rank[k] = int32(i)
 	}
+	type keyFacts struct {
+		found   bool   // some lookup found the key present
+		firstOK int64  // earliest return of a FETCH OK (0: none)
+		value   uint64 // what that read returned
+	}
+	facts := make([]keyFacts, len(keys))
+	ranks := make([]int32, len(ops))
+	// Ambiguous publishes are few: index their values, so only reads of
+	// those values pay for a (key, value) lookup.
+	type obs struct {
+		key int32
+		v   uint64
+	}
+	ambiguous := map[uint64]bool{}
+	for i, op := range ops {
+		ranks[i] = rank[op.Key]
+		if op.Kind == KindPublish && !op.Settled() && op.Effect != NoEffect {
+			ambiguous[op.Value] = true
+		}
+	}
+	observed := map[obs]bool{}
+	end := int64(0)
+	for i, op := range ops {
+		f := &facts[ranks[i]]
+		switch {
+		case op.Kind == KindFetch && op.Status == drivers.OK:
+			if ambiguous[op.Value] {
+				observed[obs{ranks[i], op.Value}] = true
+			}
+			if op.Return != Never && (f.firstOK == 0 || op.Return < f.firstOK) {
+				f.firstOK, f.value = op.Return, op.Value
+			}
+		case op.Kind == KindLookup && op.Status == drivers.OK:
+			f.found = true
+		}
+		end = max(end, op.Call, op.EffectSeq)
+		if op.Return != Never {
+			end = max(end, op.Return)
+		}
+	}
+	end++ // after every event: "never returned"
+
 	type prepared struct {
 		key, index int32
 		call, ret  int64
@@ -359,11 +378,20 @@ func prepare(h History) ([]porcupine.Operation, int) {
 	inputs := make([]input, len(ops))
 	dropped := 0
 	for i := range ops {
-		op := &ops[i]
+		op, f := &ops[i], &facts[ranks[i]]
 		in := &inputs[i]
 		in.op, in.value = op, op.Value
 		ret := op.Return
 		switch {
+		case profile == Durable && f.firstOK != 0 && op.Call > f.firstOK &&
+			(op.Kind == KindPublish || op.Kind == KindLookup && op.Status == drivers.OK ||
+				op.Kind == KindFetch && op.Status == drivers.OK && op.Value == f.value):
+			// Durable: once a read returned v, the key holds v for ever, so an
+			// operation called later that agrees with v (a read of v, a found
+			// lookup, any publish — it keeps the first value) cannot change
+			// the verdict. Ones that disagree stay and fail.
+			dropped++
+			continue
 		case op.Kind == KindFetch && op.Status == drivers.OK:
 			in.step = stFetchOK
 		case op.Kind == KindFetch && op.Status == drivers.Miss:
@@ -374,29 +402,49 @@ func prepare(h History) ([]porcupine.Operation, int) {
 			in.step = stAbsent
 		case op.Kind == KindPublish && op.Status == drivers.OK:
 			in.step = stStore
-		case op.Kind == KindPublish && op.Status == drivers.Miss:
-			in.step = stDecline
-		case op.Kind == KindPublish && op.Effect == TookEffect && op.EffectSeq > 0:
+		case op.Kind == KindPublish && op.Effect == TookEffect && op.EffectSeq > 0 && op.Status != drivers.Miss:
 			in.step, ret = stStore, max(op.EffectSeq, op.Call)
-		case op.Kind == KindPublish && op.Effect != NoEffect &&
-			(observed[obs{op.Key, op.Value}] || found[op.Key]):
+		case op.Kind == KindPublish && !op.Settled() && op.Effect != NoEffect &&
+			(observed[obs{ranks[i], op.Value}] || f.found):
 			in.step, ret = stStore, Never
 		default:
 			// A fetch or lookup without OK/MISS constrains nothing; a
-			// NoEffect publish did not happen; an unobserved ambiguous one
-			// may as well not have (linearized last, it changes nothing).
+			// declined publish (MISS) is legal in every state and changes
+			// none; a NoEffect publish did not happen; an unobserved
+			// ambiguous one may as well not have (linearized last, it
+			// changes nothing).
 			dropped++
 			continue
 		}
 		if ret == Never {
 			ret = end
 		}
-		list = append(list, prepared{key: rank[op.Key], index: int32(i), call: op.Call, ret: ret})
+		list = append(list, prepared{key: ranks[i], index: int32(i), call: op.Call, ret: ret})
 	}
-	slices.SortFunc(list, func(a, b prepared) int {
-		return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.call, b.call),
-			cmp.Compare(a.ret, b.ret), cmp.Compare(a.index, b.index))
-	})
+	// Group by key with a counting sort that keeps input order; a recorded
+	// history is already in call order, so a key's run rarely needs sorting.
+	start := make([]int, len(keys)+1)
+	for _, p := range list {
+		start[p.key+1]++
+	}
+	for k := range keys {
+		start[k+1] += start[k]
+	}
+	grouped := make([]prepared, len(list))
+	next := append([]int(nil), start[:len(keys)]...)
+	for _, p := range list {
+		grouped[next[p.key]] = p
+		next[p.key]++
+	}
+	list = grouped
+	byTime := func(a, b prepared) int {
+		return cmp.Or(cmp.Compare(a.call, b.call), cmp.Compare(a.ret, b.ret), cmp.Compare(a.index, b.index))
+	}
+	for k := range keys {
+		if run := list[start[k]:start[k+1]]; !slices.IsSortedFunc(run, byTime) {
+			slices.SortFunc(run, byTime)
+		}
+	}
 	out := make([]porcupine.Operation, len(list))
 	var lanes []int64 // per lane: the return of its last operation
 	for i, p := range list {

@@ -137,17 +137,39 @@ func TestCheckNamesFailingKeyAndOp(t *testing.T) {
 	}
 }
 
-func TestCheckPrePassCounts(t *testing.T) {
-	h := History{
-		pub(v1, 1, 2, drivers.Fault), // unobserved: dropped
-		pub(v2, 3, 4, drivers.Fault), // observed: kept
-		get(v2, 5, 6),                // kept
-		{Kind: KindFetch, Key: "k", Status: drivers.NotAttempted, Call: 7, Return: 8}, // dropped
-		effect(pub(v9, 9, 10, drivers.NotAttempted), NoEffect, 0),                     // dropped
+// TestCheckPrePass: what the pre-pass hands porcupine and what it drops,
+// and that dropping never hides a violation.
+func TestCheckPrePass(t *testing.T) {
+	settled := History{pub(v1, 1, 2, drivers.OK), get(v1, 3, 4), get(v1, 5, 6), pub(v2, 7, 8, drivers.OK), lookup(true, 9), get(v1, 10, 11)}
+	cases := []struct {
+		name             string
+		h                History
+		profile          Profile
+		want             porcupine.CheckResult
+		checked, dropped int
+	}{
+		{"faults and no-effect publishes", History{
+			pub(v1, 1, 2, drivers.Fault), // unobserved ambiguous: dropped
+			pub(v2, 3, 4, drivers.Fault), // observed: kept
+			get(v2, 5, 6),                // kept
+			{Kind: KindFetch, Key: "k", Status: drivers.NotAttempted, Call: 7, Return: 8}, // dropped
+			effect(pub(v9, 9, 10, drivers.NotAttempted), NoEffect, 0),                     // dropped
+		}, Durable, porcupine.Ok, 2, 3},
+		{"declined publishes", History{pub(v1, 1, 2, drivers.Miss), pub(v2, 3, 4, drivers.OK), pub(v1, 5, 6, drivers.Miss), get(v2, 7, 8)}, Evicting, porcupine.Ok, 2, 2},
+		{"durable: agreeing ops after the first read", settled, Durable, porcupine.Ok, 2, 4},
+		{"evicting keeps them", settled, Evicting, porcupine.Ok, 6, 0},
+		{"durable: a disagreeing read after the first read stays", append(append(History(nil), settled...), get(v2, 12, 13)), Durable, porcupine.Illegal, 3, 4},
+		{"durable: a MISS after the first read stays", append(append(History(nil), settled...), get(0, 12, 13)), Durable, porcupine.Illegal, 3, 4},
+		{"durable: overlapping the first read is kept", History{pub(v1, 1, 2, drivers.OK), get(v1, 3, 6), get(v1, 6, 7)}, Durable, porcupine.Ok, 3, 0},
 	}
-	res := Check(h, Durable, 0)
-	if !res.Ok() || res.Checked != 2 || res.Dropped != 3 || res.Keys != 1 {
-		t.Fatalf("%v: want Ok with 2 checked, 3 dropped, 1 key (repro: go test ./model -run TestCheckPrePassCounts)", res)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := Check(c.h, c.profile, 0)
+			if res.Outcome != c.want || res.Err != nil || res.Checked != c.checked || res.Dropped != c.dropped || res.Keys != 1 {
+				t.Fatalf("%v: want %v with %d checked, %d dropped, 1 key (repro: go test ./model -run 'TestCheckPrePass/%s')",
+					res, c.want, c.checked, c.dropped, t.Name()[len("TestCheckPrePass/"):])
+			}
+		})
 	}
 }
 
