@@ -275,11 +275,20 @@ func (r CheckResult) String() string {
 //
 // Before porcupine runs, a pre-pass drops what cannot change the verdict
 // (PERF-NOTES: never-returned operations blow the search up when a
-// violation is present): fetches and lookups without OK/MISS, NoEffect
-// publishes, and ambiguous publishes whose value no FETCH OK of the key
-// observed (every publish carries a unique value) on keys no lookup found
-// present. An ambiguous publish that is kept may be linearized anywhere
-// after its call, including after everything (= it never happened).
+// violation is present, and cost grows with each key's history):
+//
+//   - fetches and lookups without OK/MISS (they constrain nothing);
+//   - declined publishes (MISS is legal in every state and changes none);
+//   - NoEffect publishes, and ambiguous publishes whose value no FETCH OK of
+//     the key observed (every publish carries a unique value) on keys no
+//     lookup found present;
+//   - durable only: operations called after the key's first FETCH OK
+//     returned v that agree with v (reads of v, found lookups, publishes):
+//     a durable key holds v for ever after, so they are legal wherever they
+//     fall. Operations that disagree stay, and fail.
+//
+// An ambiguous publish that is kept never returns: porcupine may place it
+// anywhere after its call, including after everything (= it never happened).
 func Check(h History, profile Profile, timeout time.Duration) CheckResult {
 	res := CheckResult{Outcome: porcupine.Unknown, Profile: profile, timeout: timeout}
 	m, err := profile.Model()
