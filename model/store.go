@@ -244,9 +244,8 @@ type CheckResult struct {
 	HasInfo bool
 	// IllegalKeys are the keys whose histories do not linearize.
 	IllegalKeys []string
-	// Checked operations were handed to porcupine; Dropped ones constrain
-	// nothing (FAULT/NOT_ATTEMPTED/pending fetches, NoEffect publishes,
-	// ambiguous publishes no read observed). Keys counts partitions.
+	// Checked operations were handed to porcupine; Dropped ones could not
+	// change the verdict (see Check). Keys counts partitions.
 	Checked, Dropped, Keys int
 
 	model   porcupine.Model
