@@ -39,7 +39,7 @@ type plan struct {
 	errorAfterAt    int  // fail after this many chunks moved; 0: never
 	errorProves     bool // error-after: proven ENDED once quiet
 	wrongLength     bool
-	extra           int // delay fault: step delays are stretched by up to extra steps
+	delayed         bool // delay fault: each step takes up to 50 step delays more
 	timeoutAt       time.Duration
 	unprovableLater bool
 	hangRow         int // never-ends: this row's transfer never finishes; -1: none
@@ -103,9 +103,7 @@ func (d *Driver) drawPlan(rows int) plan {
 		p.errorProves = r.Chance(0.5)
 	}
 	p.wrongLength = r.Chance(m.WrongLength)
-	if r.Chance(m.Delay) {
-		p.extra = 50
-	}
+	p.delayed = r.Chance(m.Delay)
 	if r.Chance(m.Timeout) {
 		p.timeoutAt = time.Duration(1 + r.Intn(int(4*d.step)))
 	}
@@ -119,8 +117,8 @@ func (d *Driver) drawPlan(rows int) plan {
 // delay is one seeded step delay of c. Caller holds d.mu.
 func (d *Driver) delay(c *call) time.Duration {
 	n := 1 + d.rTiming.Intn(int(d.step))
-	if c.plan.extra > 0 {
-		n += d.rTiming.Intn(c.plan.extra * int(d.step))
+	if c.plan.delayed {
+		n += d.rTiming.Intn(50 * int(d.step))
 	}
 	return time.Duration(n)
 }

@@ -5,7 +5,7 @@
 //
 // They are the drivers the backend is tested against and the base the broken
 // drivers of package broken are cut from, so they are written to be obviously
-// conforming: every rule of ../../../shared/SPEC.md §2 is kept at one clear
+// conforming: every rule of the project's SPEC.md §2 is kept at one clear
 // spot that cites its id.
 //
 // # Asynchrony

@@ -12,12 +12,12 @@ import (
 
 // faultRun is one call under one fault, as the fault tests see it.
 type faultRun struct {
-	e     *env
-	a     *arena.Arena
-	call  drivers.Call
-	w     *watch
-	keys  []string
-	first []int // per row, touches that happened after the row's result was OK
+	e       *env
+	a       *arena.Arena
+	call    drivers.Call
+	w       *watch
+	keys    []string
+	afterOK []int // per row, touches that happened after the row's result was OK
 }
 
 // runFault runs one call of dir over four keys (all present in the store
@@ -27,7 +27,7 @@ func runFault(t *testing.T, k kind, seed uint64, mix FaultMix, dir drivers.Direc
 	t.Helper()
 	const sb = 16
 	e := newEnv(t, k, envOpts{seed: seed, cfg: Config{Faults: mix}, store: so})
-	r := faultRun{e: e, a: e.arena("a", 4, sb), keys: []string{"k0", "k1", "k2", "k3"}, first: make([]int, 4)}
+	r := faultRun{e: e, a: e.arena("a", 4, sb), keys: []string{"k0", "k1", "k2", "k3"}, afterOK: make([]int, 4)}
 	h := e.register(r.a)
 	for i, key := range r.keys {
 		if dir == drivers.Fetch {
@@ -38,7 +38,7 @@ func runFault(t *testing.T, k kind, seed uint64, mix FaultMix, dir drivers.Direc
 	}
 	e.touchHook = func(tc arena.Touch) {
 		if r.call.Results()[tc.By.Row] == drivers.OK {
-			r.first[tc.By.Row]++
+			r.afterOK[tc.By.Row]++
 		}
 	}
 	r.call, r.w = e.submit(dir, rows(h, r.keys...))
@@ -110,8 +110,8 @@ func TestFaults(t *testing.T) {
 				t.Fatalf("late-write = %v/%v %s", r.call.Results(), r.call.Access(), repro(t))
 			}
 			for i, key := range r.keys {
-				if r.first[i] == 0 || !bytes.Equal(r.a.Peek(i), content(key, 16)) {
-					t.Errorf("late-write row %d: %d writes after OK, slot holds object = %v %s", i, r.first[i], bytes.Equal(r.a.Peek(i), content(key, 16)), repro(t))
+				if r.afterOK[i] == 0 || !bytes.Equal(r.a.Peek(i), content(key, 16)) {
+					t.Errorf("late-write row %d: %d writes after OK, slot holds object = %v %s", i, r.afterOK[i], bytes.Equal(r.a.Peek(i), content(key, 16)), repro(t))
 				}
 			}
 		}},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/storesim/storesim/drivers"
@@ -742,7 +743,7 @@ func testShutdownRetries(t *testing.T, k kind) {
 	for labels := e.d.Shutdown(context.Background()); len(labels) > 0; labels = e.d.Shutdown(context.Background()) {
 		rounds++
 		for _, l := range labels {
-			if len(l) < 8 || l[len(l)-17:] != "unregister-failed" {
+			if !strings.HasPrefix(l, "region:") || !strings.HasSuffix(l, ":unregister-failed") {
 				t.Fatalf("D-SHUT-1: label %q, want region:<label>:unregister-failed %s", l, repro(t))
 			}
 		}
