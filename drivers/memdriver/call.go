@@ -214,11 +214,9 @@ func (d *Driver) startRow(c *call, i int) {
 		rs.data = make([]byte, reg.SlotBytes)
 		rs.limit = reg.SlotBytes
 	}
-	if fault && rs.limit > 0 {
+	if fault && rs.final != drivers.Miss { // a known miss is never reported as a fault (D-MISS-HONEST)
 		rs.final = drivers.Fault // a transport error after some (maybe all) bytes
 		rs.limit = d.rFault.Intn(rs.limit + 1)
-	} else if fault {
-		rs.final = drivers.Fault
 	}
 	if rs.limit == 0 {
 		d.finishTransfer(c, i)

@@ -19,7 +19,8 @@ import (
 // contract. The zero value is [Calm].
 type FaultMix struct {
 	// RowFault (per row): the row ends FAULT after moving some or all of its
-	// bytes; a faulted PUBLISH may still have stored its object.
+	// bytes; a faulted PUBLISH may still have stored its object. A row that
+	// is a MISS stays a MISS (D-MISS-HONEST).
 	RowFault float64
 	// RowMiss (per row, evicting store only): the key is evicted right before
 	// a FETCH reads it (an honest MISS, slot untouched); a PUBLISH is
