@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/storesim/storesim/drivers"
@@ -102,7 +103,11 @@ type RecorderOptions struct {
 	// StoreLogComplete says the harness reports every put the store runs
 	// (Put): an ambiguous publish without a Put then had no effect.
 	StoreLogComplete bool
-	_                struct{}
+	// Sequence, if set, is shared by several recorders (one per endpoint on
+	// one store) so their histories merge: Call and Return positions then
+	// come from one counter. Nil gives the recorder its own.
+	Sequence *atomic.Int64
+	_        struct{}
 }
 
 // Recorder is the history recorder at the driver boundary: it implements
@@ -225,7 +230,13 @@ func PeekRegion(r drivers.Region, slot int) []byte {
 	return buf
 }
 
-func (r *Recorder) next() int64 { r.seq++; return r.seq }
+func (r *Recorder) next() int64 {
+	if r.opts.Sequence != nil {
+		return r.opts.Sequence.Add(1)
+	}
+	r.seq++
+	return r.seq
+}
 
 func (r *Recorder) note(at time.Duration, tag string, call drivers.CallID, key, text string) {
 	r.notes = append(r.notes, Note{Seq: r.next(), At: at, Tag: tag, Call: call, Key: key, Text: text})
@@ -503,13 +514,20 @@ func (r *Recorder) Annotate(at time.Duration, tag string, call drivers.CallID, k
 func (r *Recorder) OnTouch(t arena.Touch) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.touches = append(r.touches, stampedTouch{Touch: t, seq: r.seq, online: true})
+	r.touches = append(r.touches, stampedTouch{Touch: t, seq: r.cur(), online: true})
 }
 
 // Seq is the sequence number of the last event recorded.
 func (r *Recorder) Seq() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.cur()
+}
+
+func (r *Recorder) cur() int64 {
+	if r.opts.Sequence != nil {
+		return r.opts.Sequence.Load()
+	}
 	return r.seq
 }
 
