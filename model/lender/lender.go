@@ -164,6 +164,13 @@ type Lender struct {
 // New creates one arena per spec, all slots at the lender, and takes the
 // hold on them. clock stamps touches and violations (it may be nil).
 func New(clock sim.Clock, specs ...Spec) (*Lender, error) {
+	return NewWithArenas(arena.Options{Clock: clock}, specs...)
+}
+
+// NewWithArenas is New with the arenas' options given whole (a touch hook
+// for the memory oracle, a touch log); opts.Clock is the lender's clock.
+func NewWithArenas(opts arena.Options, specs ...Spec) (*Lender, error) {
+	clock := opts.Clock
 	l := &Lender{clock: clock, byLabel: map[string]*arena.Arena{}, loans: map[Attempt]*Loan{}, held: true}
 	for _, s := range specs {
 		switch {
@@ -172,7 +179,7 @@ func New(clock sim.Clock, specs ...Spec) (*Lender, error) {
 		case s.Slots <= 0 || s.SlotBytes <= 0:
 			return nil, fmt.Errorf("%w: region %q: %d slots of %d bytes", ErrBadSpec, s.Label, s.Slots, s.SlotBytes)
 		}
-		a := arena.New(s.Label, s.Slots, s.SlotBytes, arena.Options{Clock: clock})
+		a := arena.New(s.Label, s.Slots, s.SlotBytes, opts)
 		l.arenas = append(l.arenas, a)
 		l.byLabel[s.Label] = a
 	}

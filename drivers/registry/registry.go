@@ -1,0 +1,48 @@
+// Package registry maps driver names to drivers, so the CLI, the harness and
+// the conformance suite agree on what "memory", "together" and
+// "broken:<Name>" mean.
+package registry
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/memdriver"
+	"github.com/storesim/storesim/sim"
+)
+
+// ErrUnknownDriver is returned for a name no factory knows.
+var ErrUnknownDriver = errors.New("unknown driver")
+
+// Env is what a simulated driver is built from.
+type Env struct {
+	RT     sim.Runtime
+	Store  *memdriver.Store
+	Name   string // instance name, unique per runtime (picks random streams)
+	Caps   drivers.Capabilities
+	Faults memdriver.FaultMix
+	_      struct{}
+}
+
+// Factory builds a driver instance.
+type Factory func(env Env) (drivers.Driver, error)
+
+// New builds the driver called name.
+func New(name string, env Env) (drivers.Driver, error) {
+	cfg := memdriver.Config{Name: env.Name, Caps: env.Caps, Faults: env.Faults}
+	switch name {
+	case "memory":
+		return memdriver.New(env.RT, env.Store, cfg), nil
+	case "together":
+		return memdriver.NewTogether(env.RT, env.Store, cfg), nil
+	}
+	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownDriver, name, strings.Join(Names(), ", "))
+}
+
+// Names lists every known simulated driver name: the reference drivers,
+// then the broken ones.
+func Names() []string {
+	return []string{"memory", "together"}
+}
