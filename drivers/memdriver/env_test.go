@@ -211,6 +211,7 @@ type watch struct {
 	results  []drivers.Status
 	access   drivers.Access
 	history  []drivers.Access // access states seen, in order, from PENDING
+	empty    int              // callbacks that saw no change since the previous one
 	shutDone bool             // Shutdown returned: a callback now breaks D-CB-5
 	onCall   func()
 }
@@ -222,9 +223,9 @@ func (w *watch) onChange() {
 	}
 	if !w.d.mu.TryLock() {
 		w.t.Errorf("D-CB-4: callback runs while the driver holds its mutex %s", repro(w.t))
-	} else {
-		w.d.mu.Unlock()
+		return // reading the call now would deadlock
 	}
+	w.d.mu.Unlock()
 	if w.onCall != nil {
 		w.onCall()
 	}
@@ -236,6 +237,9 @@ func (w *watch) onChange() {
 
 func (w *watch) observe() {
 	res, acc := w.c.Results(), w.c.Access()
+	if w.n > 1 && slices.Equal(res, w.results) && acc == w.access {
+		w.empty++
+	}
 	if w.results != nil {
 		for i, st := range w.results {
 			if st.Final() && res[i] != st {

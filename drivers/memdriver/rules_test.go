@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -35,6 +36,11 @@ var ruleCases = []struct {
 	{"D-STATUS_size-mismatch", testSizeMismatch},
 	{"D-SUB-4", testFirstWriterWins},
 	{"D-SUB-5", testAtomicVisibility},
+	{"D-CB-1", func(t *testing.T, k kind) { testCallbacks(t, k, "D-CB-1") }},
+	{"D-CB-2", func(t *testing.T, k kind) { testCallbacks(t, k, "D-CB-2") }},
+	{"D-CB-3", func(t *testing.T, k kind) { testCallbacks(t, k, "D-CB-3") }},
+	{"D-CB-4", func(t *testing.T, k kind) { testCallbacks(t, k, "D-CB-4") }},
+	{"D-ACCESS", func(t *testing.T, k kind) { testCallbacks(t, k, "D-ACCESS") }},
 	{"D-CB-5", testNoCallbackAfterShutdown},
 	{"D-CAN-1", testCancelNonBlocking},
 	{"D-CAN-2_before-start", testCancelBeforeStart},
@@ -525,6 +531,56 @@ func testAtomicVisibility(t *testing.T, k kind) {
 	if chunks := len(a.Touches()); chunks <= 4 {
 		t.Errorf("seed moved every row in one chunk (%d touches); the test needs several %s", chunks, repro(t))
 	}
+}
+
+// testCallbacks runs 40 calls of 1..4 rows under the default fault mix with
+// a watch on each: every callback checks D-CB-4 (the driver's mutex is
+// free), D-CB-3 (final results stay, access moves along D-ACCESS); at the
+// end the last callback must have seen the final state (D-CB-2), and for
+// D-CB-1 no callback may come before its change (this driver signals only
+// after a change, so a callback that sees nothing new was early).
+func testCallbacks(t *testing.T, k kind, rule string) {
+	e := newEnv(t, k, envOpts{seed: 12, cfg: Config{Faults: Default()}})
+	a := e.arena("a", 160, 8)
+	h := e.register(a)
+	var ws []*watch
+	for i := 0; i < 40; i++ {
+		n := 1 + i%4
+		var rs []drivers.Row
+		for j := 0; j < n; j++ {
+			rs = append(rs, drivers.Row{Key: fmt.Sprint("k", (i+j)%9), Handle: h, Slot: 4*i + j, Position: j})
+		}
+		dir := drivers.Publish
+		if i%2 == 1 {
+			dir = drivers.Fetch
+		}
+		w := &watch{t: t, d: e.d}
+		c, err := e.d.Submit(drivers.RowBatch{Dir: dir, Rows: rs}, w.onChange)
+		if err != nil {
+			continue // injected refusals
+		}
+		w.c = c
+		e.calls[c.ID()] = tracked{c, drivers.RowBatch{Dir: dir, Rows: rs}}
+		ws = append(ws, w)
+		if i%5 == 0 {
+			c.Cancel()
+		}
+	}
+	e.run()
+	labels := e.d.Shutdown(context.Background())
+	total, empty := 0, 0
+	for _, w := range ws {
+		w.settled()
+		total += w.n
+		empty += w.empty
+	}
+	if rule == "D-CB-1" && empty > 0 {
+		t.Errorf("D-CB-1: %d of %d callbacks saw no change since the previous one %s", empty, total, repro(t))
+	}
+	if len(ws) < 20 || total < len(ws) {
+		t.Errorf("only %d calls with %d callbacks ran; labels %v %s", len(ws), total, labels, repro(t))
+	}
+	e.noViolations()
 }
 
 func testNoCallbackAfterShutdown(t *testing.T, k kind) {
