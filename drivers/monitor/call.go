@@ -10,16 +10,20 @@ import (
 	"github.com/storesim/storesim/drivers"
 )
 
-// callRec is everything the monitor knows of one Submit.
+// callRec is everything the monitor knows of one Submit. It is also the
+// drivers.Call the caller gets back: every read through it is observed.
 type callRec struct {
 	m       *Monitor
-	index   int // position in Monitor.order
+	index   int  // how many calls were accepted before this one
+	settled bool // a callback saw every row final and access ENDED
 	id      drivers.CallID
 	batch   drivers.RowBatch
 	handles []drivers.Handle // distinct handles the batch names
-	inner   drivers.Call     // nil until Submit returned
-	refused bool             // Submit returned an error
-	invalid bool             // the batch failed RowBatch.Validate
+	hbuf    [2]drivers.Handle
+	sbuf    [16]drivers.Status // known and cbRes of batches up to 8 rows
+	inner   drivers.Call // nil until Submit returned
+	refused bool         // Submit returned an error
+	invalid bool         // the batch failed RowBatch.Validate
 
 	known    []drivers.Status // first final status seen per row (D-CB-3)
 	knownAcc drivers.Access
@@ -32,29 +36,64 @@ type callRec struct {
 	empty     int  // callbacks whose snapshot added nothing
 	unknown   bool // some callback could not be snapshotted (D-CB-4 probe)
 	early     int  // callbacks before Submit returned
+
+	// Wrapped callbacks begun and ended (D-DRAIN-2); runIdx is the call's
+	// place in Monitor.running while cbBegun > cbEnded.
+	cbBegun, cbEnded uint64
+	runIdx           int
 }
 
-func sortedCalls(set map[drivers.CallID]*callRec) []*callRec {
-	out := make([]*callRec, 0, len(set))
-	for _, c := range set {
-		out = append(out, c)
-	}
+// openLocked compacts Monitor.open to the calls whose known access is not
+// ENDED and returns them sorted by id.
+func (m *Monitor) openLocked() []*callRec {
+	m.open = slices.DeleteFunc(m.open, func(c *callRec) bool { return c.knownAcc == drivers.AccessEnded })
+	out := slices.Clone(m.open)
 	slices.SortFunc(out, func(a, b *callRec) int { return cmp.Compare(a.id, b.id) })
 	return out
+}
+
+// validLocked is RowBatch.Validate's verdict without allocating, for batches
+// of up to 32 rows: true means valid; false means "run Validate" (which
+// gives the error, or says valid for a larger batch).
+func (m *Monitor) validLocked(b drivers.RowBatch) bool {
+	n := len(b.Rows)
+	if (b.Dir != drivers.Fetch && b.Dir != drivers.Publish) || !m.caps.Supports(b.Dir) || n == 0 || n > m.caps.MaxRowsPerOp || n > 32 {
+		return false
+	}
+	for i, r := range b.Rows {
+		reg := m.regs[r.Handle]
+		if r.Key == "" || reg == nil || !reg.live || r.Slot < 0 || r.Slot >= reg.r.Slots {
+			return false
+		}
+		for _, o := range b.Rows[:i] {
+			if o.Key == r.Key || (o.Handle == r.Handle && o.Slot == r.Slot) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Submit implements drivers.Driver (D-SUB-1, D-SUB-2, D-SUB-3,
 // D-BATCH-VALID, D-BATCH-KEYS, D-DRAIN-1, "capabilities").
 func (m *Monitor) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error) {
-	rec := &callRec{m: m, batch: b,
-		known: make([]drivers.Status, len(b.Rows)), cbRes: make([]drivers.Status, len(b.Rows))}
+	rec := &callRec{m: m, batch: b, runIdx: -1}
+	rows := rec.sbuf[:]
+	if n := 2 * len(b.Rows); n > len(rows) {
+		rows = make([]drivers.Status, n)
+	}
+	rec.known, rec.cbRes = rows[:len(b.Rows):len(b.Rows)], rows[len(b.Rows):2*len(b.Rows)]
+	rec.handles = rec.hbuf[:0]
 	for _, r := range b.Rows {
 		if !slices.Contains(rec.handles, r.Handle) {
 			rec.handles = append(rec.handles, r.Handle)
 		}
 	}
 	m.mu.Lock()
-	verr := b.Validate(m.caps, m.liveLocked)
+	var verr error
+	if !m.validLocked(b) {
+		verr = b.Validate(m.caps, m.liveLocked)
+	}
 	rec.invalid = verr != nil
 	closed := m.drained || m.shutdown
 	m.mu.Unlock()
@@ -64,11 +103,11 @@ func (m *Monitor) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, err
 	m.mu.Lock()
 	at := m.now()
 	if verr == nil {
-		s := m.sizes[len(b.Rows)]
-		if s == nil {
-			s = &SizeStat{Rows: len(b.Rows)}
-			m.sizes[len(b.Rows)] = s
+		if len(b.Rows) >= len(m.sizes) {
+			m.sizes = append(m.sizes, make([]SizeStat, len(b.Rows)+1-len(m.sizes))...)
 		}
+		s := &m.sizes[len(b.Rows)]
+		s.Rows = len(b.Rows)
 		s.Submitted++
 		if err != nil && !errors.Is(err, drivers.ErrClosed) && !errors.Is(err, drivers.ErrRejected) {
 			s.Refused++
@@ -90,13 +129,15 @@ func (m *Monitor) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, err
 		return nil, fmt.Errorf("monitor: driver returned neither a call nor an error (%s)", RuleSubmitOwns)
 	}
 	rec.id, rec.inner = c.ID(), c
-	if old := m.calls[rec.id]; old != nil {
+	if rec.id <= m.maxID && slices.ContainsFunc(m.order, func(o *callRec) bool { return o.id == rec.id && !o.settled }) {
 		m.violateLocked(Violation{Rule: RuleSubmitOwns, Call: rec.id, Row: -1, Detail: "call id reused within one driver instance"})
 	}
-	m.calls[rec.id] = rec
-	rec.index = len(m.order)
+	m.maxID = max(m.maxID, rec.id)
+	rec.index = m.nsub
+	m.nsub++
 	m.order = append(m.order, rec)
-	m.unevidenced[rec.id], m.notEnded[rec.id] = rec, rec
+	m.nlive++
+	m.open = append(m.open, rec)
 	switch {
 	case verr != nil:
 		rule := RuleBatchValid
@@ -124,7 +165,7 @@ func (m *Monitor) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, err
 		m.signalLocked(rec, res, acc)
 		m.mu.Unlock()
 	}
-	return &monCall{rec: rec}, nil
+	return rec, nil
 }
 
 // refusedSubmitLocked judges a refused Submit.
@@ -169,9 +210,10 @@ func (m *Monitor) refusedSubmitLocked(rec *callRec, verr, err error, closed bool
 func (m *Monitor) wrapCallback(rec *callRec, user func()) func() {
 	return func() {
 		m.mu.Lock()
-		m.cbSeq++
-		seq := m.cbSeq
-		m.inflight[seq] = rec
+		if rec.cbBegun++; rec.cbBegun-rec.cbEnded == 1 {
+			rec.runIdx = len(m.running)
+			m.running = append(m.running, rec)
+		}
 		inner := rec.inner
 		if m.shutdown {
 			m.violateLocked(Violation{Rule: RuleAfterShutdown, Call: rec.id, Row: -1, Detail: "callback ran after Shutdown returned"})
@@ -201,7 +243,12 @@ func (m *Monitor) wrapCallback(rec *callRec, user func()) func() {
 			user()
 		}
 		m.mu.Lock()
-		delete(m.inflight, seq)
+		if rec.cbEnded++; rec.cbEnded == rec.cbBegun {
+			last := m.running[len(m.running)-1]
+			m.running[rec.runIdx], last.runIdx = last, rec.runIdx
+			m.running = m.running[:len(m.running)-1]
+			rec.runIdx = -1
+		}
 		m.mu.Unlock()
 	}
 }
@@ -305,10 +352,6 @@ func (m *Monitor) observeAccessLocked(c *callRec, acc drivers.Access) {
 			Detail: fmt.Sprintf("access went %v → %v", c.knownAcc, acc)})
 	case acc != c.knownAcc:
 		c.knownAcc = acc
-		delete(m.unevidenced, c.id)
-		if acc == drivers.AccessEnded {
-			delete(m.notEnded, c.id)
-		}
 		at := m.now()
 		for _, o := range m.opts.Observers {
 			o.AccessChanged(at, c.id, acc)
@@ -339,6 +382,10 @@ func (m *Monitor) signalLocked(c *callRec, res []drivers.Status, acc drivers.Acc
 	if !rows && !accMoved {
 		c.empty++
 	}
+	if !c.settled && c.cbAcc == drivers.AccessEnded && c.knownAcc == drivers.AccessEnded && !c.unknown && !c.badLen &&
+		!slices.ContainsFunc(c.cbRes, func(s drivers.Status) bool { return !s.Final() }) {
+		m.settleLocked(c)
+	}
 	// After a Done drain, only new evidence (UNPROVABLE → ENDED) may still be
 	// signalled: anything else is a callback Drain said had already run.
 	if m.drainDone && c.index < m.drainDoneBefore && (rows || !evidence) {
@@ -347,32 +394,47 @@ func (m *Monitor) signalLocked(c *callRec, res []drivers.Status, acc drivers.Acc
 	}
 }
 
-// monCall is the drivers.Call the caller gets: every read is observed.
-type monCall struct{ rec *callRec }
+// settleLocked forgets a call whose final state a callback has seen: its
+// outcome goes into the size stats and it leaves Monitor.order, which is
+// compacted once half of it is settled.
+func (m *Monitor) settleLocked(c *callRec) {
+	c.settled = true
+	if len(m.sizes) > len(c.known) {
+		countOutcome(m.sizes, c)
+	}
+	m.nlive--
+	if len(m.order) > 64 && m.nlive < len(m.order)/2 {
+		m.order = slices.DeleteFunc(m.order, func(o *callRec) bool { return o.settled })
+	}
+}
 
-func (c *monCall) ID() drivers.CallID { return c.rec.id }
+// ID implements drivers.Call.
+func (c *callRec) ID() drivers.CallID { return c.id }
 
-func (c *monCall) Results() []drivers.Status {
-	res := c.rec.inner.Results()
-	m := c.rec.m
+// Results implements drivers.Call; the answer is observed.
+func (c *callRec) Results() []drivers.Status {
+	res := c.inner.Results()
+	m := c.m
 	m.mu.Lock()
-	m.observeRowsLocked(c.rec, res, c.rec.knownAcc)
+	m.observeRowsLocked(c, res, c.knownAcc)
 	m.mu.Unlock()
 	return res
 }
 
-func (c *monCall) Access() drivers.Access {
-	acc := c.rec.inner.Access()
-	m := c.rec.m
+// Access implements drivers.Call; the answer is observed.
+func (c *callRec) Access() drivers.Access {
+	acc := c.inner.Access()
+	m := c.m
 	m.mu.Lock()
-	m.observeAccessLocked(c.rec, acc)
+	m.observeAccessLocked(c, acc)
 	m.mu.Unlock()
 	return acc
 }
 
-// Cancel checks D-CAN-1 and D-CAN-2 around the driver's Cancel.
-func (c *monCall) Cancel() drivers.CancelResult {
-	rec, m := c.rec, c.rec.m
+// Cancel implements drivers.Call and checks D-CAN-1 and D-CAN-2 around the
+// driver's Cancel.
+func (c *callRec) Cancel() drivers.CancelResult {
+	rec, m := c, c.m
 	res0, acc0 := slices.Clone(rec.inner.Results()), rec.inner.Access()
 	m.mu.Lock()
 	m.observeLocked(rec, res0, acc0)

@@ -26,9 +26,11 @@
 // ErrInvalidSubmission is flagged "capabilities" (it refuses what its
 // declaration allows), or D-REG-3 / D-REG-4 when it calls a handle stale that
 // a stale close or a failed close should have left live. Full-size batches
-// (exactly MaxRowsPerOp rows) are counted apart: when at least
-// Options.FullSizeMinCalls of them all failed (refused or every row FAULT)
-// while smaller ones succeeded, Finish flags "capabilities" (MaxRowsOffByOne).
+// (exactly MaxRowsPerOp rows) are counted apart ([Monitor.SizeStats]): when
+// every one of them failed (refused or every row FAULT) while smaller ones
+// succeeded, and there are too many of them for chance — n failures with
+// q^n < 1e-6, q the smaller batches' failure rate, n at least
+// Options.FullSizeMinCalls — Finish flags "capabilities" (MaxRowsOffByOne).
 //
 // Results and access (D-STATUS, D-ACCESS, D-CB-3): every read of a call's
 // state — the caller's own Results/Access calls, the monitor's snapshot in
@@ -128,6 +130,12 @@
 // unless Options.Injected says the harness injected a fault into that row.
 //
 // # Concurrency and cost
+//
+// A call is "settled" once a callback saw every row final and access ENDED;
+// nothing may change after that, so its outcome goes into the size counts
+// and the monitor forgets it: memory stays bounded by the calls in flight.
+// (A change after that point is still caught if the driver signals it or
+// the caller reads the call again, but Finish no longer re-reads it.)
 //
 // The monitor is safe for concurrent use. It never holds its own lock while
 // calling into the driver (so a driver calling back under its lock cannot

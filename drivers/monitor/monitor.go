@@ -46,9 +46,10 @@ type Options struct {
 	// monitor uses the inline-completion heuristic of the package doc, which
 	// is only sound for single-threaded (simulated) drivers.
 	CancelBound func(cancel func()) bool
-	// FullSizeMinCalls is how many full-size batches (MaxRowsPerOp rows) must
-	// all have failed, while smaller ones succeeded, before Finish reports
-	// "capabilities" (0: 3).
+	// FullSizeMinCalls is the fewest full-size batches (MaxRowsPerOp rows)
+	// that must all have failed, while smaller ones succeeded, before Finish
+	// reports "capabilities" (0: 3); chance must also be ruled out (see
+	// fullSizeLocked).
 	FullSizeMinCalls int
 	_                struct{}
 }
@@ -66,15 +67,15 @@ type Monitor struct {
 	together drivers.TogetherRegisterer
 	wrapped  drivers.Driver
 
-	mu          sync.Mutex
-	calls       map[drivers.CallID]*callRec
-	order       []*callRec                  // accepted calls in Submit order
-	unevidenced map[drivers.CallID]*callRec // known access PENDING
-	notEnded    map[drivers.CallID]*callRec // known access not ENDED
-	regs        map[drivers.Handle]*regRec
-	inflight    map[uint64]*callRec // wrapped callbacks running now
-	cbSeq       uint64
-	sizes       map[int]*SizeStat
+	mu      sync.Mutex
+	nsub    int        // accepted calls so far; callRec.index counts them
+	order   []*callRec // accepted calls not yet settled, in Submit order (compacted lazily)
+	nlive   int        // how many of order are not settled
+	maxID   drivers.CallID
+	open    []*callRec // calls whose known access is not ENDED (compacted lazily)
+	regs    map[drivers.Handle]*regRec
+	running []*callRec // calls with a wrapped callback running now
+	sizes   []SizeStat // indexed by batch size, valid batches only
 
 	drained         bool // a Drain returned
 	drainDone       bool // a Drain answered Done
@@ -113,13 +114,8 @@ type SizeStat struct {
 func Wrap(d drivers.Driver, opts Options) *Monitor {
 	m := &Monitor{
 		d: d, opts: opts, caps: d.Capabilities(),
-		calls:       map[drivers.CallID]*callRec{},
-		unevidenced: map[drivers.CallID]*callRec{},
-		notEnded:    map[drivers.CallID]*callRec{},
-		regs:        map[drivers.Handle]*regRec{},
-		inflight:    map[uint64]*callRec{},
-		sizes:       map[int]*SizeStat{},
-		seen:        map[vkey]bool{},
+		regs: map[drivers.Handle]*regRec{},
+		seen: map[vkey]bool{},
 	}
 	if m.opts.FullSizeMinCalls <= 0 {
 		m.opts.FullSizeMinCalls = 3
@@ -344,7 +340,7 @@ func (m *Monitor) beginCloseLocked(h drivers.Handle) closeCtx {
 			}
 		}
 	default:
-		for _, call := range sortedCalls(m.notEnded) {
+		for _, call := range m.openLocked() {
 			if slices.Contains(call.handles, h) {
 				c.busy = append(c.busy, call)
 			}
@@ -459,12 +455,15 @@ func (m *Monitor) Contains(ctx context.Context, keys []string) ([]bool, error) {
 // Drain implements drivers.Driver (D-DRAIN-1, D-DRAIN-2).
 func (m *Monitor) Drain() drivers.DrainStatus {
 	m.mu.Lock()
-	var running []uint64
-	for seq := range m.inflight {
-		running = append(running, seq)
+	type begun struct {
+		c *callRec
+		n uint64
 	}
-	slices.Sort(running)
-	before := len(m.order)
+	var running []begun // callbacks running now, by how many had begun
+	for _, c := range m.running {
+		running = append(running, begun{c, c.cbBegun})
+	}
+	before := m.nsub
 	m.mu.Unlock()
 
 	st := m.d.Drain()
@@ -472,8 +471,8 @@ func (m *Monitor) Drain() drivers.DrainStatus {
 	m.mu.Lock()
 	m.drained = true
 	var cands []*callRec
-	for _, c := range sortedCalls(m.unevidenced) {
-		if c.index < before {
+	for _, c := range m.openLocked() {
+		if c.index < before && c.knownAcc == drivers.AccessPending {
 			cands = append(cands, c)
 		}
 	}
@@ -504,8 +503,8 @@ func (m *Monitor) Drain() drivers.DrainStatus {
 				Detail: "Drain reported Done but the call's access is still PENDING (no evidence)"})
 		}
 	}
-	for _, seq := range running {
-		if c := m.inflight[seq]; c != nil {
+	for _, r := range running {
+		if c := r.c; c.cbEnded < r.n {
 			m.violateLocked(Violation{Rule: RuleDrainCallback, Call: c.id, Row: -1,
 				Detail: "Drain reported Done while a callback of the call, running before Drain was called, had not returned"})
 		}
@@ -549,7 +548,7 @@ func (m *Monitor) Shutdown(ctx context.Context) []string {
 	first := !m.shutdown
 	m.shutdown = true
 	m.shutdowns++
-	cands := sortedCalls(m.notEnded)
+	cands := m.openLocked()
 	regs := m.liveRegsLocked()
 	m.mu.Unlock()
 	for _, c := range cands {
@@ -625,48 +624,49 @@ func (m *Monitor) SizeStats() []SizeStat {
 }
 
 func (m *Monitor) sizeStatsLocked() []SizeStat {
-	out := make([]SizeStat, 0, len(m.sizes))
-	byRows := map[int]int{}
-	for rows, s := range m.sizes {
-		byRows[rows] = len(out)
-		out = append(out, SizeStat{Rows: rows, Submitted: s.Submitted, Refused: s.Refused})
-	}
+	out := slices.Clone(m.sizes)
 	for _, c := range m.order {
-		if c.invalid {
-			continue
-		}
-		i, ok := byRows[len(c.batch.Rows)]
-		if !ok {
-			continue
-		}
-		faults, good := 0, 0
-		for _, s := range c.known {
-			switch s {
-			case drivers.Fault:
-				faults++
-			case drivers.OK, drivers.Miss:
-				good++
-			}
-		}
-		if good > 0 {
-			out[i].Succeeded++
-		} else if faults == len(c.known) {
-			out[i].AllFault++
+		if !c.settled {
+			countOutcome(out, c)
 		}
 	}
-	slices.SortFunc(out, func(a, b SizeStat) int { return cmp.Compare(a.Rows, b.Rows) })
-	return out
+	return slices.DeleteFunc(out, func(s SizeStat) bool { return s.Submitted == 0 })
 }
 
-// Finish runs the end-of-run checks — every call's state is read once more
-// and compared with what its callbacks saw (D-CB-1, D-CB-2), with its facts
-// (D-CB-3, D-STATUS), and the full-size batches are judged
-// ("capabilities") — and returns every violation, sorted. Call it at
+// countOutcome adds c's row outcome to its size's stat.
+func countOutcome(stats []SizeStat, c *callRec) {
+	if c.invalid || len(c.known) >= len(stats) {
+		return
+	}
+	faults, good := 0, 0
+	for _, s := range c.known {
+		switch s {
+		case drivers.Fault:
+			faults++
+		case drivers.OK, drivers.Miss:
+			good++
+		}
+	}
+	if good > 0 {
+		stats[len(c.known)].Succeeded++
+	} else if faults == len(c.known) {
+		stats[len(c.known)].AllFault++
+	}
+}
+
+// Finish runs the end-of-run checks — every call not yet settled is read
+// once more and compared with what its callbacks saw (D-CB-1, D-CB-2) and
+// with its facts (D-CB-3, D-STATUS), and the full-size batches are judged
+// ("capabilities") — and returns every violation, sorted. A call is settled,
+// and forgotten, once a callback saw every row final and access ENDED:
+// nothing may change after that, so the monitor keeps memory bounded by the
+// calls in flight (a silent change after that point is seen only if
+// someone reads the call again). Call it at
 // quiescence (simulated runs) or after Shutdown returned (real runs), when no
 // callback can still come. It may be called more than once.
 func (m *Monitor) Finish() []Violation {
 	m.mu.Lock()
-	recs := slices.Clone(m.order)
+	recs := slices.DeleteFunc(slices.Clone(m.order), func(c *callRec) bool { return c.settled })
 	m.mu.Unlock()
 	slices.SortFunc(recs, func(a, b *callRec) int { return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.index, b.index)) })
 	for _, c := range recs {
