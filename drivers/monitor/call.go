@@ -21,9 +21,9 @@ type callRec struct {
 	handles []drivers.Handle // distinct handles the batch names
 	hbuf    [2]drivers.Handle
 	sbuf    [16]drivers.Status // known and cbRes of batches up to 8 rows
-	inner   drivers.Call // nil until Submit returned
-	refused bool         // Submit returned an error
-	invalid bool         // the batch failed RowBatch.Validate
+	inner   drivers.Call       // nil until Submit returned
+	refused bool               // Submit returned an error
+	invalid bool               // the batch failed RowBatch.Validate
 
 	known    []drivers.Status // first final status seen per row (D-CB-3)
 	knownAcc drivers.Access
