@@ -96,6 +96,14 @@ func (m *Monitor) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, err
 	}
 	rec.invalid = verr != nil
 	closed := m.drained || m.shutdown
+	if len(m.opts.Observers) > 0 {
+		at := m.now()
+		for _, o := range m.opts.Observers {
+			if so, ok := o.(SubmitObserver); ok {
+				so.SubmitStarting(at, b)
+			}
+		}
+	}
 	m.mu.Unlock()
 
 	c, err := m.d.Submit(b, m.wrapCallback(rec, onChange))
@@ -153,6 +161,9 @@ func (m *Monitor) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, err
 	}
 	for _, o := range m.opts.Observers {
 		o.Submitted(at, rec.id, b, nil)
+	}
+	for range rec.early {
+		m.callbackEventLocked(rec)
 	}
 	early := rec.early > 0
 	m.mu.Unlock()
@@ -230,6 +241,7 @@ func (m *Monitor) wrapCallback(rec *callRec, user func()) func() {
 			res, acc, why := m.snapshot(inner)
 			m.mu.Lock()
 			rec.callbacks++
+			m.callbackEventLocked(rec)
 			if why == "" {
 				m.observeLocked(rec, res, acc)
 				m.signalLocked(rec, res, acc)
@@ -250,6 +262,18 @@ func (m *Monitor) wrapCallback(rec *callRec, user func()) func() {
 			rec.runIdx = -1
 		}
 		m.mu.Unlock()
+	}
+}
+
+func (m *Monitor) callbackEventLocked(c *callRec) {
+	if len(m.opts.Observers) == 0 {
+		return
+	}
+	at := m.now()
+	for _, o := range m.opts.Observers {
+		if co, ok := o.(CallbackObserver); ok {
+			co.Callback(at, c.id)
+		}
 	}
 }
 

@@ -17,17 +17,17 @@ import (
 // bugs are the planted faults of the fake driver; the zero value conforms.
 // Each one breaks exactly one rule the monitor must catch.
 type bugs struct {
-	LostWakeup, EarlySignal, UnderLock, AfterShutdown, Regress, AccessBack bool
-	BlockingCancel, CancelEnds, AlreadyDoneLie, RequestedWithoutCancel     bool
-	DrainLies, DrainIgnoresCallbacks, AcceptsAfterDrain, CallbackOnRefused bool
-	SilentShutdown, ForgetfulSecondShutdown                                bool
-	UnregistersBusy, UnregisterLies, FailedCloseCloses, CloseByAddress     bool
-	AcceptsOverlap, AcceptsBadGeometry, GeometryNotWrapped, LeakyRegister  bool
-	LeakyTogether, TogetherBusy, TogetherLies, IgnoresQuarantine           bool
-	RegistersAfterShutdown                                                 bool
-	ShortAnswer, BadStatus, AcceptsRepeatedKey, AcceptsOversize, NilCall   bool
-	MaxRowsRefuse, MaxRowsFault                                            bool
-	LookupShort, LookupOutageAbsent, MissAsFault, FaultAsMiss              bool
+	LostWakeup, EarlySignal, UnderLock, AfterShutdown, Regress, AccessBack    bool
+	BlockingCancel, CancelEnds, AlreadyDoneLie, RequestedWithoutCancel        bool
+	DrainLies, DrainIgnoresCallbacks, AcceptsAfterDrain, CallbackOnRefused    bool
+	SilentShutdown, ForgetfulSecondShutdown                                   bool
+	UnregistersBusy, UnregisterLies, FailedCloseCloses, CloseByAddress        bool
+	AcceptsOverlap, AcceptsBadGeometry, GeometryNotWrapped, LeakyRegister     bool
+	LeakyTogether, TogetherBusy, TogetherLies, IgnoresQuarantine              bool
+	RegistersAfterShutdown                                                    bool
+	ShortAnswer, BadStatus, AcceptsRepeatedKey, AcceptsOversize, NilCall      bool
+	MaxRowsRefuse, MaxRowsFault                                               bool
+	LookupShort, LookupOutageAbsent, LookupOversize, MissAsFault, FaultAsMiss bool
 }
 
 // fake is a small simulated driver on the scheduler: a call completes 1 ms
@@ -270,6 +270,9 @@ func (f *fake) UnregisterTogether(hs []drivers.Handle) error {
 func (f *fake) Contains(_ context.Context, keys []string) ([]bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if len(keys) > f.caps.MaxRowsPerOp && !f.bug.LookupOversize {
+		return nil, fmt.Errorf("%w: %d keys", drivers.ErrLookupFailed, len(keys))
+	}
 	if f.outage {
 		if f.bug.LookupOutageAbsent {
 			return make([]bool, len(keys)), nil

@@ -430,6 +430,9 @@ func (m *Monitor) Contains(ctx context.Context, keys []string) ([]bool, error) {
 	defer m.mu.Unlock()
 	if err == nil {
 		switch {
+		case len(keys) > m.caps.MaxRowsPerOp:
+			m.violateLocked(Violation{Rule: RuleLookupShape, Row: -1,
+				Detail: fmt.Sprintf("Contains answered a lookup of %d keys, more than MaxRowsPerOp=%d (want an error)", len(keys), m.caps.MaxRowsPerOp)})
 		case len(found) != len(keys):
 			m.violateLocked(Violation{Rule: RuleLookupShape, Row: -1,
 				Detail: fmt.Sprintf("Contains answered %d bools for %d keys (want an error wrapping ErrLookupFailed)", len(found), len(keys))})

@@ -271,6 +271,7 @@ func scenarioTruth(e *env) {
 	e.submit(drivers.Fetch, h, 2, "k/a", "k/c", "bad/x")
 	e.run()
 	_, _ = e.d.Contains(context.Background(), []string{"k/a", "k/c"})
+	_, _ = e.d.Contains(context.Background(), []string{"k/1", "k/2", "k/3", "k/4", "k/5"})
 	e.f.outage = true
 	_, _ = e.d.Contains(context.Background(), []string{"k/a"})
 	e.drain()
@@ -356,6 +357,7 @@ var ruleCases = []ruleCase{
 	{"MaxRowsOffByOneRefuses", RuleCapabilities, fullSize, func(b *bugs) { b.MaxRowsRefuse = true }},
 	{"MaxRowsOffByOneFaults", RuleCapabilities, fullSize, func(b *bugs) { b.MaxRowsFault = true }},
 	{"LookupShortAnswer", RuleLookupShape, truth, func(b *bugs) { b.LookupShort = true }},
+	{"LookupOversize", RuleLookupShape, truth, func(b *bugs) { b.LookupOversize = true }},
 	{"LookupOutageAsAbsent", RuleLookupHonest, truth, func(b *bugs) { b.LookupOutageAbsent = true }},
 	{"MissAsFault", RuleMissHonest, truth, func(b *bugs) { b.MissAsFault = true }},
 	{"FaultAsMiss", RuleMissHonest, truth, func(b *bugs) { b.FaultAsMiss = true }},
@@ -463,7 +465,7 @@ func TestObserverOrder(t *testing.T) {
 	_, _ = d.Contains(context.Background(), []string{"k"})
 	d.Shutdown(context.Background())
 	want := []string{
-		"0s registered 1 r", "0s submitted 1 1 rows <nil>", "1ms row 1/0 OK", "1ms access 1 ENDED",
+		"0s registered 1 r", "0s starting 1 rows", "0s submitted 1 1 rows <nil>", "1ms callback 1", "1ms row 1/0 OK", "1ms access 1 ENDED",
 		"1ms cancel 1 ALREADY_DONE", "1ms lookup [k] [true] <nil>", "1ms unregistered 1 r", "1ms shutdown []",
 	}
 	if !slices.Equal(rec.log, want) {
@@ -497,7 +499,11 @@ func (l *logObserver) Cancelled(at time.Duration, id drivers.CallID, res drivers
 func (l *logObserver) LookedUp(at time.Duration, keys []string, found []bool, err error) {
 	l.add(at, "lookup %v %v %v", keys, found, err)
 }
-func (l *logObserver) ShutDown(at time.Duration, labels []string) { l.add(at, "shutdown %v", labels) }
+func (l *logObserver) SubmitStarting(at time.Duration, b drivers.RowBatch) {
+	l.add(at, "starting %d rows", len(b.Rows))
+}
+func (l *logObserver) Callback(at time.Duration, id drivers.CallID) { l.add(at, "callback %d", id) }
+func (l *logObserver) ShutDown(at time.Duration, labels []string)   { l.add(at, "shutdown %v", labels) }
 
 // TestPassThrough: the monitor changes nothing the caller sees — an invalid
 // batch reaches the driver, and the driver's refusal reaches the caller.

@@ -29,3 +29,20 @@ type Observer interface {
 	// ShutDown: Shutdown returned labels.
 	ShutDown(at time.Duration, labels []string)
 }
+
+// SubmitObserver is an optional extension of [Observer]: SubmitStarting is
+// called just before the driver's Submit runs, with the batch exactly as the
+// caller passed it (same row array), so a recorder can stamp the true
+// invocation of the call.
+type SubmitObserver interface {
+	SubmitStarting(at time.Duration, b drivers.RowBatch)
+}
+
+// CallbackObserver is an optional extension of [Observer]: Callback is
+// called once per change callback of an accepted call, when the driver
+// invokes it (before the caller's onChange, and before the facts the
+// callback's snapshot reveals are reported). A callback that ran before
+// Submit returned is reported right after Submitted.
+type CallbackObserver interface {
+	Callback(at time.Duration, id drivers.CallID)
+}
