@@ -68,7 +68,7 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 		}
 		for j := range 1 + r.Intn(3) {
 			e.Regions = append(e.Regions, RegionSpec{
-				Label: fmt.Sprintf("%s%d", e.Name, j), Slots: 4 + r.Intn(13), SlotBytes: slotBytes,
+				Label: fmt.Sprintf("%s%d", e.Name, j), Slots: 16 + r.Intn(33), SlotBytes: slotBytes,
 			})
 		}
 		if cfg.Faults != nil {
