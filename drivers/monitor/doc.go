@@ -14,7 +14,9 @@
 //	for _, v := range m.Finish() { … }         // end-of-run checks, sorted violations
 //
 // Every event the monitor sees is forwarded, in order, to Options.Observers
-// (the history recorder and race-pair counters of package model).
+// (the history recorder and race-pair counters of package model); observers
+// that also implement [SubmitObserver] or [CallbackObserver] see each
+// Submit's invocation and each callback too.
 //
 // # What is checked, and how
 //
@@ -109,8 +111,10 @@
 //
 // Registration (D-GEOM, D-REG-*, D-TOG-*, D-QUAR): a Register that the
 // monitor knows must be refused — bad geometry, overlap with a live region,
-// after Shutdown began, after an in-doubt together-registration — and
-// succeeds is D-REG-1 / D-REG-5 / D-QUAR; a geometry refusal must wrap
+// after Shutdown returned, after an in-doubt together-registration — and
+// succeeds is D-REG-1 / D-REG-5 / D-QUAR (one that succeeded while Shutdown
+// ran must be undone: with a reporter, a region the driver still holds and
+// does not label is D-REG-5); a geometry refusal must wrap
 // ErrBadGeometry (D-GEOM). A together-registration must return one handle per
 // region, and none with an error (D-TOG-1). Unregister of a handle that a
 // not-ENDED call names must not succeed (D-REG-6, D-TOG-4). D-REG-2, D-REG-3,
