@@ -186,7 +186,17 @@ func (m *Monitor) refusedSubmitLocked(rec *callRec, verr, err error, closed bool
 			Detail: fmt.Sprintf("a refused Submit (%v) called its onChange %d time(s); nothing escaped, so nothing may be signalled", err, rec.callbacks)})
 	}
 	if verr != nil {
-		return // refusing an invalid batch is right, whatever the error
+		// D-SUB-1: an invalid batch is refused before any access, so the
+		// refusal must say that nothing escaped.
+		if !errors.Is(err, drivers.ErrInvalidSubmission) && !errors.Is(err, drivers.ErrClosed) && !errors.Is(err, drivers.ErrRejected) {
+			rule := RuleBatchValid
+			if strings.Contains(verr.Error(), RuleBatchKeys) {
+				rule = RuleBatchKeys
+			}
+			m.violateLocked(Violation{Rule: rule, Row: -1,
+				Detail: fmt.Sprintf("an invalid batch (%v) was refused with %v, which does not say nothing escaped (want ErrInvalidSubmission)", verr, err)})
+		}
+		return
 	}
 	if closed {
 		if !errors.Is(err, drivers.ErrClosed) {

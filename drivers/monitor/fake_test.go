@@ -26,7 +26,7 @@ type bugs struct {
 	LeakyTogether, TogetherBusy, TogetherLies, IgnoresQuarantine              bool
 	RegistersAfterShutdown                                                    bool
 	ShortAnswer, BadStatus, AcceptsRepeatedKey, AcceptsOversize, NilCall      bool
-	MaxRowsRefuse, MaxRowsFault                                               bool
+	MaxRowsRefuse, MaxRowsFault, RefusesInvalidVaguely                        bool
 	LookupShort, LookupOutageAbsent, LookupOversize, MissAsFault, FaultAsMiss bool
 }
 
@@ -308,6 +308,8 @@ func (f *fake) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error)
 		switch {
 		case f.bug.AcceptsRepeatedKey && strings.Contains(err.Error(), "D-BATCH-KEYS"):
 		case f.bug.AcceptsOversize && strings.Contains(err.Error(), "MaxRowsPerOp"):
+		case f.bug.RefusesInvalidVaguely:
+			return refuse(errors.New("transport hiccup"))
 		default:
 			return refuse(err)
 		}

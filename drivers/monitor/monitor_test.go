@@ -353,6 +353,7 @@ var ruleCases = []ruleCase{
 	{"IgnoresQuarantine", RuleQuarantine, quarantine, func(b *bugs) { b.IgnoresQuarantine = true }},
 	{"AcceptsRepeatedKey", RuleBatchKeys, badBatches, func(b *bugs) { b.AcceptsRepeatedKey = true }},
 	{"AcceptsOversize", RuleBatchValid, badBatches, func(b *bugs) { b.AcceptsOversize = true }},
+	{"RefusesInvalidVaguely", RuleBatchKeys, badBatches, func(b *bugs) { b.RefusesInvalidVaguely = true }},
 	{"NoCallNoError", RuleSubmitOwns, basic, func(b *bugs) { b.NilCall = true }},
 	{"MaxRowsOffByOneRefuses", RuleCapabilities, fullSize, func(b *bugs) { b.MaxRowsRefuse = true }},
 	{"MaxRowsOffByOneFaults", RuleCapabilities, fullSize, func(b *bugs) { b.MaxRowsFault = true }},
