@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/storesim/storesim/drivers"
 )
@@ -27,7 +28,12 @@ type callRec struct {
 
 	known    []drivers.Status // first final status seen per row (D-CB-3)
 	knownAcc drivers.Access
-	badLen   bool // Results() had the wrong length once
+	// facts counts the new facts recorded in known/knownAcc. A read taken
+	// when facts was v may contradict them (a regression, D-CB-3) only if
+	// facts is still v when it is recorded: otherwise a fact was learned
+	// while the read was under way and the read may simply be older.
+	facts  atomic.Uint64
+	badLen bool // Results() had the wrong length once
 
 	// The signalled state: the join of every callback snapshot (D-CB-1/2).
 	cbRes     []drivers.Status
@@ -170,9 +176,10 @@ func (m *Monitor) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, err
 	if early {
 		// A callback before Submit returned could not read the call: credit
 		// the state right after Submit to it (lenient; see the package doc).
+		v := rec.facts.Load()
 		res, acc := c.Results(), c.Access()
 		m.mu.Lock()
-		m.observeLocked(rec, res, acc)
+		m.observeLocked(rec, res, acc, v)
 		m.signalLocked(rec, res, acc)
 		m.mu.Unlock()
 	}
@@ -248,12 +255,13 @@ func (m *Monitor) wrapCallback(rec *callRec, user func()) func() {
 			m.mu.Unlock()
 		} else {
 			m.mu.Unlock()
+			v := rec.facts.Load()
 			res, acc, why := m.snapshot(inner)
 			m.mu.Lock()
 			rec.callbacks++
 			m.callbackEventLocked(rec)
 			if why == "" {
-				m.observeLocked(rec, res, acc)
+				m.observeLocked(rec, res, acc, v)
 				m.signalLocked(rec, res, acc)
 			} else {
 				rec.unknown = true
@@ -310,21 +318,23 @@ func (m *Monitor) snapshot(c drivers.Call) (res []drivers.Status, acc drivers.Ac
 
 // refresh reads a call's state (outside the lock) and records it.
 func (m *Monitor) refresh(c *callRec) {
+	v := c.facts.Load()
 	res, acc := c.inner.Results(), c.inner.Access()
 	m.mu.Lock()
-	m.observeLocked(c, res, acc)
+	m.observeLocked(c, res, acc, v)
 	m.mu.Unlock()
 }
 
 // observeLocked compares one read of a call's state with the facts seen so
 // far (D-STATUS, D-CB-3, D-ACCESS, D-MISS-HONEST) and reports new facts to
 // the observers.
-func (m *Monitor) observeLocked(c *callRec, res []drivers.Status, acc drivers.Access) {
-	m.observeRowsLocked(c, res, acc)
-	m.observeAccessLocked(c, acc)
+// v is the call's fact count taken before the read (see callRec.facts).
+func (m *Monitor) observeLocked(c *callRec, res []drivers.Status, acc drivers.Access, v uint64) {
+	m.observeRowsLocked(c, res, acc, v)
+	m.observeAccessLocked(c, acc, v)
 }
 
-func (m *Monitor) observeRowsLocked(c *callRec, res []drivers.Status, acc drivers.Access) {
+func (m *Monitor) observeRowsLocked(c *callRec, res []drivers.Status, acc drivers.Access, v uint64) {
 	if len(res) != len(c.known) {
 		if len(res) != 0 || acc.Evidenced() || c.knownAcc.Evidenced() {
 			c.badLen = true
@@ -339,11 +349,14 @@ func (m *Monitor) observeRowsLocked(c *callRec, res []drivers.Status, acc driver
 		case s > drivers.NotAttempted:
 			m.violateLocked(Violation{Rule: RuleStatus, Call: c.id, Row: i, Key: c.batch.Rows[i].Key,
 				Detail: fmt.Sprintf("invalid status value %d", s)})
-		case k.Final() && s != k:
+		case k.Final() && s != k && (s.Final() || c.facts.Load() == v):
+			// A different final value is a regression whatever the timing; a
+			// PENDING only when no fact was learned during the read.
 			m.violateLocked(Violation{Rule: RuleMonotonic, Call: c.id, Row: i, Key: c.batch.Rows[i].Key,
 				Detail: fmt.Sprintf("final result %v changed to %v", k, s)})
 		case !k.Final() && s.Final():
 			c.known[i] = s
+			c.facts.Add(1)
 			if len(m.opts.Observers) > 0 {
 				at := m.now()
 				for _, o := range m.opts.Observers {
@@ -373,10 +386,13 @@ func (m *Monitor) honestyLocked(c *callRec, row int, s drivers.Status) {
 	}
 }
 
-func (m *Monitor) observeAccessLocked(c *callRec, acc drivers.Access) {
+func (m *Monitor) observeAccessLocked(c *callRec, acc drivers.Access, v uint64) {
 	switch {
 	case acc > drivers.AccessUnprovable:
 		m.violateLocked(Violation{Rule: RuleAccess, Call: c.id, Row: -1, Detail: fmt.Sprintf("invalid access value %d", acc)})
+	case !c.knownAcc.CanBecome(acc) && c.facts.Load() != v:
+		// Every illegal move is backwards: the read may predate a fact
+		// learned while it was under way.
 	case !c.knownAcc.CanBecome(acc):
 		rule := RuleAccess
 		if c.knownAcc == drivers.AccessEnded {
@@ -386,6 +402,7 @@ func (m *Monitor) observeAccessLocked(c *callRec, acc drivers.Access) {
 			Detail: fmt.Sprintf("access went %v → %v", c.knownAcc, acc)})
 	case acc != c.knownAcc:
 		c.knownAcc = acc
+		c.facts.Add(1)
 		at := m.now()
 		for _, o := range m.opts.Observers {
 			o.AccessChanged(at, c.id, acc)
@@ -447,20 +464,22 @@ func (c *callRec) ID() drivers.CallID { return c.id }
 
 // Results implements drivers.Call; the answer is observed.
 func (c *callRec) Results() []drivers.Status {
+	v := c.facts.Load()
 	res := c.inner.Results()
 	m := c.m
 	m.mu.Lock()
-	m.observeRowsLocked(c, res, c.knownAcc)
+	m.observeRowsLocked(c, res, c.knownAcc, v)
 	m.mu.Unlock()
 	return res
 }
 
 // Access implements drivers.Call; the answer is observed.
 func (c *callRec) Access() drivers.Access {
+	v := c.facts.Load()
 	acc := c.inner.Access()
 	m := c.m
 	m.mu.Lock()
-	m.observeAccessLocked(c, acc)
+	m.observeAccessLocked(c, acc, v)
 	m.mu.Unlock()
 	return acc
 }
@@ -469,9 +488,10 @@ func (c *callRec) Access() drivers.Access {
 // driver's Cancel.
 func (c *callRec) Cancel() drivers.CancelResult {
 	rec, m := c, c.m
+	v0 := rec.facts.Load()
 	res0, acc0 := slices.Clone(rec.inner.Results()), rec.inner.Access()
 	m.mu.Lock()
-	m.observeLocked(rec, res0, acc0)
+	m.observeLocked(rec, res0, acc0, v0)
 	m.mu.Unlock()
 
 	var r drivers.CancelResult
@@ -481,6 +501,7 @@ func (c *callRec) Cancel() drivers.CancelResult {
 	} else {
 		r = rec.inner.Cancel()
 	}
+	v1 := rec.facts.Load()
 	res1, acc1 := rec.inner.Results(), rec.inner.Access()
 
 	m.mu.Lock()
@@ -489,7 +510,7 @@ func (c *callRec) Cancel() drivers.CancelResult {
 	for _, o := range m.opts.Observers {
 		o.Cancelled(at, rec.id, r)
 	}
-	m.observeLocked(rec, res1, acc1)
+	m.observeLocked(rec, res1, acc1, v1)
 	v := func(rule string, row int, format string, args ...any) {
 		m.violateLocked(Violation{Rule: rule, Call: rec.id, Row: row, Detail: fmt.Sprintf(format, args...)})
 	}

@@ -673,9 +673,10 @@ func (m *Monitor) Finish() []Violation {
 	m.mu.Unlock()
 	slices.SortFunc(recs, func(a, b *callRec) int { return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.index, b.index)) })
 	for _, c := range recs {
+		v := c.facts.Load()
 		res, acc := c.inner.Results(), c.inner.Access()
 		m.mu.Lock()
-		m.observeLocked(c, res, acc)
+		m.observeLocked(c, res, acc, v)
 		m.unsignalledLocked(c, res, acc)
 		if acc.Evidenced() && len(res) == len(c.known) {
 			for i, s := range res {

@@ -3,6 +3,7 @@ package realprobe_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/monitor"
 	"github.com/storesim/storesim/drivers/monitor/realprobe"
+	"github.com/storesim/storesim/drivers/redisdriver"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -272,5 +274,74 @@ func TestProbes(t *testing.T) {
 	watch := realprobe.Stopwatch(10 * time.Millisecond)
 	if !watch(func() {}) || watch(func() { time.Sleep(30 * time.Millisecond) }) {
 		t.Fatalf("stopwatch misjudged %s", repro)
+	}
+}
+
+// TestRedisConforms: the monitor with both wall-clock probes around the
+// Redis driver under concurrent publishes, fetches, cancels and lookups
+// flags nothing. It needs a server: scripts/with-redis.sh sets
+// STORESIM_REDIS_ADDR; without it the test skips (fails when
+// STORESIM_REDIS_REQUIRED=1).
+func TestRedisConforms(t *testing.T) {
+	const repro = "(repro: scripts/with-redis.sh go test ./drivers/monitor/realprobe -run TestRedisConforms)"
+	addr := os.Getenv("STORESIM_REDIS_ADDR")
+	if addr == "" {
+		if os.Getenv("STORESIM_REDIS_REQUIRED") == "1" {
+			t.Fatalf("STORESIM_REDIS_REQUIRED=1 but STORESIM_REDIS_ADDR is empty %s", repro)
+		}
+		t.Skipf("STORESIM_REDIS_ADDR is not set %s", repro)
+	}
+	rd, err := redisdriver.New(redisdriver.Config{Addr: addr, Prefix: fmt.Sprintf("monitor-test/%d/", time.Now().UnixNano())})
+	if err != nil {
+		t.Fatalf("redisdriver.New: %v %s", err, repro)
+	}
+	m := monitor.Wrap(rd, monitor.Options{Seed: 1,
+		LockProbe: realprobe.LockProbe(realprobe.DefaultBound), CancelBound: realprobe.Stopwatch(realprobe.DefaultBound)})
+	md := m.Driver()
+	const slots, slotBytes = 64, 32
+	mem := make(drivers.Bytes, slots*slotBytes)
+	h, err := md.Register(drivers.Region{Label: "r", Slots: slots, SlotBytes: slotBytes, Mem: mem})
+	if err != nil {
+		t.Fatalf("register: %v %s", err, repro)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 30 {
+				dir := drivers.Direction(1 + i%2)
+				b := drivers.RowBatch{Dir: dir}
+				for r := range 3 {
+					b.Rows = append(b.Rows, drivers.Row{Key: fmt.Sprintf("k/%d/%d", g, (i/2+r)%7), Handle: h, Slot: 12*g + 3*(i%4) + r, Position: r})
+				}
+				done := make(chan struct{}, 64)
+				c, err := md.Submit(b, func() { done <- struct{}{} })
+				if err != nil {
+					t.Errorf("submit: %v %s", err, repro)
+					return
+				}
+				if i%5 == 0 {
+					c.Cancel()
+				}
+				for c.Access() == drivers.AccessPending {
+					<-done
+				}
+				c.Results()
+				if _, err := md.Contains(context.Background(), []string{b.Rows[0].Key, b.Rows[1].Key}); err != nil {
+					t.Errorf("contains: %v %s", err, repro)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for !md.Drain().Done {
+		time.Sleep(time.Millisecond)
+	}
+	if labels := md.Shutdown(context.Background()); len(labels) > 0 {
+		t.Fatalf("labels %v %s", labels, repro)
+	}
+	if vs := m.Finish(); len(vs) > 0 {
+		t.Fatalf("the Redis driver was flagged: %v %s", vs, repro)
 	}
 }
