@@ -68,7 +68,11 @@ type Config struct {
 	// MaxSteps bounds scheduler events; running out is a liveness failure
 	// (default 5 000 000).
 	MaxSteps uint64
-	_        struct{}
+	// Factory, when set, builds every endpoint's driver instead of the
+	// registry (the conformance suite certifies a driver this way); the
+	// endpoint's driver name is passed through.
+	Factory func(name string, env registry.Env) (drivers.Driver, error)
+	_       struct{}
 }
 
 func (c Config) withDefaults() Config {
@@ -112,7 +116,7 @@ func RunSeed(seed uint64, cfg Config) *Result { return Run(Plan(seed, cfg), cfg)
 // Run plays a log to quiescence and checks it.
 func Run(log *workload.Log, cfg Config) *Result {
 	cfg = cfg.withDefaults()
-	r := &run{log: log, cfg: cfg, res: &Result{Seed: log.Seed, Log: log}}
+	r := &run{log: log, cfg: cfg, res: &Result{Seed: log.Seed, Log: log, Config: cfg}}
 	if err := r.setup(); err != nil {
 		r.res.Verdict, r.res.Err = HarnessError, err
 		return r.res
@@ -220,7 +224,11 @@ func (r *run) endpoint(spec workload.Endpoint) (*endpoint, error) {
 		return nil, err
 	}
 	caps := drivers.Capabilities{MaxRowsPerOp: spec.MaxRows, AbsentIsMiss: spec.AbsentIsMiss, CanFetch: true, CanPublish: true, CanCancel: true}
-	d, err := registry.New(spec.Driver, registry.Env{RT: r.s, Store: r.store, Name: spec.Name, Caps: caps, Faults: mix})
+	newDriver := registry.New
+	if r.cfg.Factory != nil {
+		newDriver = r.cfg.Factory
+	}
+	d, err := newDriver(spec.Driver, registry.Env{RT: r.s, Store: r.store, Name: spec.Name, Caps: caps, Faults: mix})
 	if err != nil {
 		return nil, err
 	}

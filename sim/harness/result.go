@@ -28,6 +28,12 @@ const (
 	HarnessError Verdict = "harness-error"
 )
 
+// EndpointNote is a recorder note and the endpoint it was seen on.
+type EndpointNote struct {
+	Endpoint string
+	model.Note
+}
+
 // Failure is one violation and the endpoint it was seen on.
 type Failure struct {
 	Endpoint string
@@ -54,8 +60,10 @@ type Result struct {
 	Lin       model.CheckResult
 	// Notes and History of every endpoint, merged in sequence order, for
 	// timelines and the porcupine visualization.
-	Notes   []model.Note
+	Notes   []EndpointNote
 	History model.History
+	// Config is what the run was given (for the repro command).
+	Config Config
 	// Stats: attempts admitted and their outcomes, across endpoints.
 	Attempts, Delivered, Failed, Cancelled, Skipped int
 }
@@ -102,7 +110,9 @@ func (r *run) check(runErr error) {
 			}
 		}
 		history = append(history, ep.rec.History()...)
-		res.Notes = append(res.Notes, ep.rec.Notes()...)
+		for _, n := range ep.rec.Notes() {
+			res.Notes = append(res.Notes, EndpointNote{Endpoint: name, Note: n})
+		}
 		if !ep.down && runErr == nil {
 			res.add(name, model.Violation{Rule: "B-SHUT", Class: model.Liveness, Row: -1, At: at, Seed: seed, Detail: "backend shutdown never returned"})
 		}
