@@ -141,7 +141,13 @@
 // (A change after that point is still caught if the driver signals it or
 // the caller reads the call again, but Finish no longer re-reads it.)
 //
-// The monitor is safe for concurrent use. It never holds its own lock while
+// The monitor is safe for concurrent use. Under concurrency a read of the
+// driver may be overtaken by another read that learns a newer fact first; a
+// read that shows less than the facts known is called a regression only if
+// no fact was learned while it was under way (always so on the simulator),
+// and every other judgement compares a read taken after the event it judges
+// (access is monotonic, so PENDING after Drain returned means PENDING
+// during it). It never holds its own lock while
 // calling into the driver (so a driver calling back under its lock cannot
 // deadlock against it); observers, Truth and Injected run under the monitor's
 // lock and must not call into the driver or the monitor.
