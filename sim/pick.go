@@ -1,0 +1,135 @@
+package sim
+
+import (
+	"sort"
+	"time"
+)
+
+// EventInfo describes one queued event for a caller that picks what runs
+// next (the scenario language's `deliver`): its id, when it is due and its
+// label.
+type EventInfo struct {
+	ID    uint64
+	At    time.Duration
+	Label string
+}
+
+// Queued lists the queued events in the order Step would run them. It first
+// moves posted work and callback triggers into the queue (as Step does), so
+// every pending callback has an id; the seed's decisions for them are drawn
+// exactly as Step would draw them. Stopped timers are left out.
+func (s *Scheduler) Queued() []EventInfo {
+	s.drainInbox()
+	es := make([]*event, 0, len(s.queue.es))
+	for i := range s.queue.es {
+		e := &s.queue.es[i]
+		if len(s.stops) > 0 && s.stops[e.id] {
+			continue
+		}
+		es = append(es, e)
+	}
+	sort.Slice(es, func(i, j int) bool { return es[i].before(es[j]) })
+	out := make([]EventInfo, len(es))
+	for i, e := range es {
+		out[i] = EventInfo{ID: e.id, At: e.at, Label: e.label}
+	}
+	return out
+}
+
+// Next reports the event Step would run next, if any.
+func (s *Scheduler) Next() (EventInfo, bool) {
+	s.drainInbox()
+	for s.queue.len() > 0 {
+		e := s.queue.peek()
+		if len(s.stops) > 0 && s.stops[e.id] {
+			delete(s.stops, e.id)
+			s.queue.pop()
+			continue
+		}
+		return EventInfo{ID: e.id, At: e.at, Label: e.label}, true
+	}
+	return EventInfo{}, false
+}
+
+// Deliver takes the queued event id out of the queue and runs it now, at the
+// current virtual time, even when it was due later or other events were due
+// first: this is how a scenario states an interleaving the seed did not pick.
+// The clock never moves backwards, so an early event simply runs early. It
+// reports false, running nothing, when id is not queued (already run, never
+// scheduled, or a stopped timer). Like Step it counts the event and folds it
+// into the trace hash.
+func (s *Scheduler) Deliver(id uint64) bool {
+	s.drainInbox()
+	if s.stops[id] {
+		return false
+	}
+	i := s.queue.find(id)
+	if i < 0 {
+		return false
+	}
+	e := s.queue.remove(i)
+	if len(s.queued) > 0 {
+		delete(s.queued, e.id)
+	}
+	s.steps++
+	s.fold(uint64(s.now), e.id, HashString(e.label))
+	e.fn()
+	return true
+}
+
+// find returns the index of the event with id, or -1.
+func (h *eventHeap) find(id uint64) int {
+	for i := range h.es {
+		if h.es[i].id == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// remove takes the event at index i out of the heap and restores the heap
+// order: the last event takes its place and sifts down or up.
+func (h *eventHeap) remove(i int) event {
+	es := h.es
+	n := len(es) - 1
+	out := es[i]
+	es[i] = es[n]
+	es[n] = event{}
+	h.es = es[:n]
+	if i < n {
+		h.down(i)
+		h.up(i)
+	}
+	return out
+}
+
+func (h *eventHeap) up(i int) {
+	es := h.es
+	for i > 0 {
+		p := (i - 1) / 2
+		if !es[i].before(&es[p]) {
+			break
+		}
+		es[i], es[p] = es[p], es[i]
+		i = p
+	}
+}
+
+func (h *eventHeap) down(i int) {
+	es, n := h.es, len(h.es)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && es[r].before(&es[l]) {
+			m = r
+		}
+		if !es[m].before(&es[i]) {
+			break
+		}
+		es[i], es[m] = es[m], es[i]
+		i = m
+	}
+}
