@@ -61,6 +61,7 @@ func (t *TogetherDriver) RegisterTogether(regions []drivers.Region) ([]drivers.H
 	if d.rReg.Chance(d.mix.TogetherFail) {
 		failAt = d.rReg.Intn(len(regions))
 	}
+	failAt = d.injectedFailAt(regions, failAt) // scenario one-shot (inject.go)
 	var pieces []*binding
 	for k, r := range regions {
 		if k == failAt || d.rReg.Chance(d.mix.RegisterRefused) {
