@@ -76,6 +76,10 @@ type Driver struct {
 	quarantine string // why; "" when not quarantined (D-QUAR)
 	inCallback int
 	toWake     []*call
+
+	// Plant plumbing (package broken only; see planted.go).
+	closedRegions map[drivers.Handle]drivers.Region // CloseByAddress
+	lastSubmitted *call                             // SignalAfterShutdown
 }
 
 var _ drivers.Driver = (*Driver)(nil)
@@ -186,7 +190,7 @@ func (d *Driver) checkOverlap(regions ...drivers.Region) error {
 			switch {
 			case r.Label == b.region.Label:
 				return refused("region %q: label already registered (D-REG-1)", r.Label)
-			case r.Overlaps(b.region):
+			case r.Overlaps(b.region) && d.plant != "AcceptsOverlap": // AcceptsOverlap: overlap not checked (D-REG-1)
 				return refused("region %q overlaps registered region %q (D-REG-1)", r.Label, b.region.Label)
 			}
 		}
@@ -215,7 +219,7 @@ func (d *Driver) reserve(r drivers.Region) *binding {
 // Register implements drivers.Driver (D-REG-1, D-REG-2, D-REG-5, D-QUAR).
 func (d *Driver) Register(r drivers.Region) (drivers.Handle, error) {
 	d.mu.Lock()
-	if err := d.refuseRegistration(); err != nil {
+	if err := d.refuseRegistration(); err != nil && !d.registersAfterShutdown() {
 		d.mu.Unlock()
 		return 0, err
 	}
@@ -239,9 +243,11 @@ func (d *Driver) Register(r drivers.Region) (drivers.Handle, error) {
 	defer d.mu.Unlock()
 	switch {
 	case storeRefuses:
-		delete(d.bindings, b.h) // D-REG-2: nothing stays registered
+		if d.plant != "LeakyRegisterFailure" { // LeakyRegisterFailure: the binding stays (D-REG-2)
+			delete(d.bindings, b.h) // D-REG-2: nothing stays registered
+		}
 		return 0, refused("store refused region %q", r.Label)
-	case d.shut:
+	case d.shut && d.plant != "RegistersAfterShutdown": // RegistersAfterShutdown: not undone (D-REG-5)
 		delete(d.bindings, b.h) // D-REG-5: undone
 		return 0, refused("shutdown raced the registration of region %q (D-REG-5)", r.Label)
 	}
@@ -255,6 +261,9 @@ func (d *Driver) Unregister(h drivers.Handle) error {
 	defer d.mu.Unlock()
 	b, ok := d.bindings[h]
 	if !ok || b.state != bindLive {
+		if d.plant == "CloseByAddress" { // closes by memory, not by handle (D-REG-3)
+			return d.closeByAddress(h)
+		}
 		return nil // D-REG-3: stale or unknown handle; handles are never reused
 	}
 	return d.closeOne(b)
@@ -264,13 +273,19 @@ func (d *Driver) Unregister(h drivers.Handle) error {
 // an unregister fault with the binding still live (D-REG-4). Caller holds
 // d.mu.
 func (d *Driver) closeOne(b *binding) error {
-	if b.users > 0 {
+	if b.users > 0 && d.plant != "UnregistersBusy" { // UnregistersBusy: closes it anyway (D-REG-6)
 		return fmt.Errorf("%w: region %q is named by %d call(s) whose access is not ENDED (D-REG-6)", drivers.ErrBusy, b.region.Label, b.users)
 	}
 	if b.stuck || d.rReg.Chance(d.mix.UnregisterFail) {
+		if d.plant == "UnregisterLies" { // the failure is swallowed; the binding stays live (D-REG-4)
+			return nil
+		}
 		return fmt.Errorf("%w: region %q stays registered; close it again (D-REG-4)", drivers.ErrUnregisterFailed, b.region.Label)
 	}
 	delete(d.bindings, b.h)
+	if d.plant == "CloseByAddress" {
+		d.rememberClosed(b)
+	}
 	return nil
 }
 
@@ -292,6 +307,9 @@ func (d *Driver) Contains(ctx context.Context, keys []string) ([]bool, error) {
 		return nil, fmt.Errorf("%w: %w: driver %q is shut down", drivers.ErrLookupFailed, drivers.ErrClosed, d.name)
 	case d.rLook.Chance(d.mix.LookupError):
 		// D-LOOK-2: an outage or a wrong-length answer is an error, never "absent".
+		if d.plant == "LookupOutageAsAbsent" { // the outage answered as "absent" (D-LOOK-2)
+			return make([]bool, len(keys)), nil
+		}
 		if d.rLook.Chance(0.5) {
 			return nil, fmt.Errorf("%w: store outage (injected)", drivers.ErrLookupFailed)
 		}
@@ -338,6 +356,12 @@ func (d *Driver) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, erro
 // live registrations (D-BATCH-VALID, D-BATCH-KEYS) before any access.
 // Caller holds d.mu.
 func (d *Driver) validate(b drivers.RowBatch) error {
+	if d.plant == "MaxRowsOffByOne" && len(b.Rows) == d.caps.MaxRowsPerOp { // declares N, refuses N ("capabilities")
+		return fmt.Errorf("%w: %d rows: the transport takes at most %d", drivers.ErrInvalidSubmission, len(b.Rows), d.caps.MaxRowsPerOp-1)
+	}
+	if d.plant == "AcceptsRepeatedKey" { // repeated keys pass (D-BATCH-KEYS)
+		b = distinctKeys(b)
+	}
 	return b.Validate(d.caps, d.liveRegion)
 }
 
@@ -361,6 +385,9 @@ func (d *Driver) Drain() drivers.DrainStatus {
 		if !c.access.Evidenced() || c.delivered < c.version || c.running {
 			pending = append(pending, c.id)
 		}
+	}
+	if d.plant == "DrainLies" { // Done although calls are pending (D-DRAIN-1)
+		return drivers.DrainStatus{Done: true}
 	}
 	return drivers.DrainStatus{Done: len(pending) == 0, Pending: pending}
 }
@@ -405,6 +432,10 @@ func (d *Driver) Shutdown(ctx context.Context) []string {
 		}
 		c.delivered = c.version
 	}
+	var late func()
+	if d.plant == "SignalAfterShutdown" { // one callback is run after Shutdown returned (D-CB-5)
+		owed, late = d.holdBackCallback(owed)
+	}
 	d.mu.Unlock()
 	for _, c := range owed {
 		c.onChange() // D-CB-2 for the changes above; before we return (D-CB-5)
@@ -441,6 +472,12 @@ func (d *Driver) Shutdown(ctx context.Context) []string {
 				delete(d.bindings, b.h)
 			}
 		}
+	}
+	if late != nil {
+		d.rt.After(0, d.lblWake, late)
+	}
+	if d.plant == "SilentShutdown" { // nothing reported held (D-SHUT-1)
+		return nil
 	}
 	return labels
 }
