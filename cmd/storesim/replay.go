@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/storesim/storesim/sim/harness"
+	"github.com/storesim/storesim/sim/shrink"
+	"github.com/storesim/storesim/sim/workload"
+)
+
+// source is what replay and shrink start from: a seed (generated with the
+// gen flags) or an op log file / failure folder.
+type source struct {
+	gen  genFlags
+	seed uint64
+	file string
+	fs   *flag.FlagSet
+}
+
+func (s *source) register(fs *flag.FlagSet) {
+	s.fs = fs
+	s.gen.register(fs)
+	fs.Uint64Var(&s.seed, "seed", 0, "the seed to generate (with --driver, --profile, --ops)")
+}
+
+// resolve checks that exactly one of --seed and FILE was given and returns
+// the log and the run config.
+func (s *source) resolve(pos []string) (*workload.Log, harness.Config, error) {
+	seedSet := wasSet(s.fs, "seed")
+	switch {
+	case len(pos) > 1:
+		return nil, harness.Config{}, usagef("one FILE at most, got %q", pos)
+	case len(pos) == 1 && seedSet:
+		return nil, harness.Config{}, usagef("give --seed N or FILE, not both")
+	case len(pos) == 0 && !seedSet:
+		return nil, harness.Config{}, usagef("give --seed N (with --driver, --profile, --ops) or an op log FILE or failure folder")
+	case len(pos) == 1 && (wasSet(s.fs, "profile") || wasSet(s.fs, "ops")):
+		return nil, harness.Config{}, usagef("--profile and --ops shape generated logs; a FILE replays as written (--driver may replace its endpoints' driver)")
+	}
+	if seedSet {
+		cfg, err := s.gen.config()
+		if err != nil {
+			return nil, cfg, err
+		}
+		return harness.Plan(s.seed, cfg), cfg, nil
+	}
+	s.file = pos[0]
+	log, err := readLog(s.file)
+	if err != nil {
+		return nil, harness.Config{}, err
+	}
+	if wasSet(s.fs, "driver") {
+		if err := checkDriver(s.gen.driver); err != nil {
+			return nil, harness.Config{}, err
+		}
+		for i := range log.Endpoints {
+			log.Endpoints[i].Driver = s.gen.driver
+		}
+	}
+	if s.gen.linTimeout < 0 {
+		return nil, harness.Config{}, usagef("--lin-timeout %v: want a positive duration", s.gen.linTimeout)
+	}
+	return log, s.gen.runConfig(harness.Config{}), nil
+}
+
+// origin is the command that reproduces the source.
+func (s *source) origin(r *harness.Result) string {
+	if s.file == "" {
+		return reproOf(r)
+	}
+	cmd := "storesim replay " + s.file
+	if wasSet(s.fs, "driver") {
+		cmd += " --driver " + s.gen.driver
+	}
+	return cmd
+}
+
+// errInput is a file that cannot be read or parsed (exit 2).
+var errInput = errors.New("input")
+
+// readLog reads an op log file, or the oplog.txt of a failure folder.
+func readLog(path string) (*workload.Log, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, "oplog.txt")
+	}
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errInput, err)
+	}
+	log, err := workload.Parse(string(text))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", errInput, path, err)
+	}
+	return log, nil
+}
+
+// inputErr prints one line for a usage or input error and returns 2.
+func inputErr(cmd string, err error, stderr io.Writer) int {
+	var u *usageError
+	if errors.As(err, &u) {
+		return flagErr(cmd, err, stderr)
+	}
+	fmt.Fprintf(stderr, "storesim %s: %v\n", cmd, err)
+	return exitUsage
+}
+
+// verdictExit maps one result to the CLI's exit code.
+func verdictExit(r *harness.Result) int {
+	switch r.Verdict {
+	case harness.Pass:
+		return exitPass
+	case harness.Liveness:
+		return exitLiveness
+	case harness.HarnessError:
+		return exitUsage
+	}
+	return exitSafety // safety, unknown
+}
+
+// writeReport writes the harness report with the repro line that fits the
+// source: a log from a file replays from the file, not from its seed.
+func writeReport(w io.Writer, r *harness.Result, repro string) {
+	var b strings.Builder
+	r.WriteReport(&b)
+	text := strings.Replace(b.String(), "repro: "+r.Repro()+"\n", "repro: "+repro+"\n", 1)
+	io.WriteString(w, text)
+}
+
+func replayCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	var src source
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	src.register(fs)
+	viz := fs.String("viz", "", "write porcupine's HTML view of the history to this file")
+	save := fs.String("save", "", "write the op log that was run to this file (turns a seed into a file that replays on later commits)")
+	asJSON := fs.Bool("json", false, "print one JSON record (as run --json) instead of the report")
+	pos, err := parseFlags(fs, args, stdout)
+	if err != nil {
+		return flagErr("replay", err, stderr)
+	}
+	log, cfg, err := src.resolve(pos)
+	if err != nil {
+		return inputErr("replay", err, stderr)
+	}
+	res := harness.Run(log, cfg)
+	repro := src.origin(res)
+	if *asJSON {
+		rec := record(res)
+		rec.Repro = repro
+		if err := json.NewEncoder(stdout).Encode(rec); err != nil {
+			return inputErr("replay", err, stderr)
+		}
+	} else {
+		writeReport(stdout, res, repro)
+	}
+	if res.Verdict == harness.HarnessError {
+		fmt.Fprintf(stderr, "storesim replay: the run could not be set up: %v\n", res.Err)
+	}
+	if *viz != "" {
+		if err := writeFile(*viz, res.WriteVisualization); err != nil {
+			return inputErr("replay", fmt.Errorf("--viz: %w", err), stderr)
+		}
+		fmt.Fprintf(stderr, "storesim replay: porcupine view written to %s\n", *viz)
+	}
+	if *save != "" {
+		text := fmt.Sprintf("# %s\n# repro: %s\n%s", res.Summary(), repro, res.Log.String())
+		if err := os.WriteFile(*save, []byte(text), 0o644); err != nil {
+			return inputErr("replay", fmt.Errorf("--save: %w", err), stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "trace %016x %s\n", res.TraceHash, res.Verdict)
+	return verdictExit(res)
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	return errors.Join(write(f), f.Close())
+}
+
+func shrinkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	var src source
+	fs := flag.NewFlagSet("shrink", flag.ContinueOnError)
+	src.register(fs)
+	budget := fs.Duration("time", time.Minute, "wall-clock cap; the smallest failing log found so far is written when it runs out")
+	maxRuns := fs.Int("max-runs", 0, "cap on candidate runs (0: none)")
+	out := fs.String("out", "", "write the shrunk op log here (default stdout)")
+	pos, err := parseFlags(fs, args, stdout)
+	if err == nil && *budget <= 0 {
+		err = usagef("--time %v: want a positive duration", *budget)
+	}
+	if err != nil {
+		return flagErr("shrink", err, stderr)
+	}
+	log, cfg, err := src.resolve(pos)
+	if err != nil {
+		return inputErr("shrink", err, stderr)
+	}
+	start := time.Now()
+	deadline := start.Add(*budget)
+	from := shrink.SizeOf(log)
+	res, err := shrink.Shrink(log, shrink.Options{
+		Config:  cfg,
+		MaxRuns: *maxRuns,
+		Stop:    func() bool { return time.Now().After(deadline) },
+		Progress: func(p shrink.Progress) {
+			fmt.Fprintf(stderr, "shrink: run %d (%s): %s\n", p.Runs, p.Pass, p.Size)
+		},
+	})
+	if errors.Is(err, shrink.ErrNotFailing) {
+		fmt.Fprintf(stderr, "storesim shrink: nothing to shrink: %s; only a safety or liveness failure can be shrunk\n", strings.TrimPrefix(err.Error(), "shrink: "))
+		return exitUsage
+	}
+	if err != nil {
+		return inputErr("shrink", err, stderr)
+	}
+	origin := src.origin(res.Run)
+	text := res.Text(*out, origin)
+	if *out != "" {
+		if err := os.WriteFile(*out, []byte(text), 0o644); err != nil {
+			return inputErr("shrink", fmt.Errorf("--out: %w", err), stderr)
+		}
+	} else {
+		io.WriteString(stdout, text)
+	}
+	state := "a local minimum"
+	if !res.Done {
+		state = "stopped by the budget"
+	}
+	fmt.Fprintf(stderr, "shrink: %s %s kept: %d ops -> %d ops in %d runs, %v (%s); trace %016x\nshrink: from %s\nshrink:   to %s\n",
+		res.Verdict, res.Rule, from.Ops, len(res.Log.Ops), res.Runs, time.Since(start).Round(time.Millisecond), state, res.Run.TraceHash, from, shrink.SizeOf(res.Log))
+	return exitPass
+}

@@ -1,0 +1,513 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/registry"
+	"github.com/storesim/storesim/model"
+	"github.com/storesim/storesim/sim/harness"
+	"github.com/storesim/storesim/sim/workload"
+)
+
+// genFlags are the flags that shape generated runs (run, replay --seed,
+// shrink --seed).
+type genFlags struct {
+	driver, profile string
+	ops             int
+	maxSteps        uint64
+	linTimeout      time.Duration
+}
+
+// driverFactory, when set, builds every endpoint's driver instead of the
+// registry. It is a seam for this package's tests (planted failures), never
+// set by the command itself.
+var driverFactory func(name string, env registry.Env) (drivers.Driver, error)
+
+func (g *genFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&g.driver, "driver", "memory", "driver of every endpoint (see storesim drivers)")
+	fs.StringVar(&g.profile, "profile", string(harness.Default), "fault profile: calm (no faults), default (a swarm fault mix per seed), evicting (swarm faults on an evicting store)")
+	fs.IntVar(&g.ops, "ops", 100, "generated ops per seed")
+	fs.Uint64Var(&g.maxSteps, "max-steps", 0, "scheduler events per run before it counts as a livelock, a liveness failure (default 5000000)")
+	fs.DurationVar(&g.linTimeout, "lin-timeout", 0, "porcupine time limit per run; a timeout is the verdict unknown (default 10s)")
+}
+
+// config validates the flags into a harness config.
+func (g *genFlags) config() (harness.Config, error) {
+	p, err := harness.ParseProfile(g.profile)
+	if err != nil {
+		return harness.Config{}, usagef("--profile: %v", err)
+	}
+	if g.ops <= 0 {
+		return harness.Config{}, usagef("--ops %d: want a positive number of ops", g.ops)
+	}
+	if err := checkDriver(g.driver); err != nil {
+		return harness.Config{}, err
+	}
+	if g.linTimeout < 0 {
+		return harness.Config{}, usagef("--lin-timeout %v: want a positive duration", g.linTimeout)
+	}
+	return g.runConfig(harness.Config{Driver: g.driver, Profile: p, Ops: g.ops}), nil
+}
+
+// runConfig adds the flags that apply to any run, generated or from a file.
+func (g *genFlags) runConfig(c harness.Config) harness.Config {
+	c.MaxSteps, c.LinTimeout, c.Factory = g.maxSteps, g.linTimeout, driverFactory
+	return c
+}
+
+// checkDriver accepts the simulated drivers of the registry.
+func checkDriver(name string) error {
+	for _, n := range registry.Names() {
+		if n == name {
+			return nil
+		}
+	}
+	if strings.HasPrefix(name, "redis://") {
+		return usagef("--driver %s: a real store cannot run in the simulator (seeds, replay, shrink); use a simulated driver (storesim drivers)", name)
+	}
+	return usagef("--driver: unknown driver %q (known: %s)", name, strings.Join(registry.Names(), ", "))
+}
+
+type runOpts struct {
+	gen         genFlags
+	cfg         harness.Config
+	seeds       seedSpec
+	shard       shard
+	budget      time.Duration
+	workers     int
+	json        bool
+	out         string
+	determinism bool
+	verbose     bool
+	base        uint64 // random seeds derive from it
+}
+
+func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var o runOpts
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	o.gen.register(fs)
+	seeds := fs.String("seeds", "0:1000", "seeds to run: START:COUNT, or random (fresh seeds until --budget ends)")
+	shardFlag := fs.String("shard", "0/1", "run part I of N (0-based) of the seed range; N machines with I = 0…N-1 cover it exactly once")
+	fs.DurationVar(&o.budget, "budget", 0, "stop starting seeds after this long (default 10m with --seeds random, none otherwise)")
+	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "seeds run in parallel (results and output do not depend on it)")
+	fs.BoolVar(&o.json, "json", false, "JSON Lines on stdout: one record per seed, then a summary record")
+	fs.StringVar(&o.out, "out", "", "write one folder per failing seed here (oplog.txt, report.txt, porcupine.html, repro.txt)")
+	fs.BoolVar(&o.determinism, "check-determinism", false, "run every seed twice; any trace-hash difference fails (exit 1)")
+	fs.BoolVar(&o.verbose, "v", false, "print a line for every seed, not only failing ones")
+	pos, err := parseFlags(fs, args, stdout)
+	if err == nil && len(pos) > 0 {
+		err = usagef("unexpected argument %q (run takes only flags)", pos[0])
+	}
+	if err == nil {
+		o.cfg, err = o.gen.config()
+	}
+	if err == nil {
+		o.seeds, err = parseSeeds(*seeds)
+	}
+	if err == nil {
+		o.shard, err = parseShard(*shardFlag)
+	}
+	switch {
+	case err != nil:
+	case o.seeds.random && o.shard.n > 1:
+		err = usagef("--shard splits a seed range; random seeds need none (every machine draws its own)")
+	case o.workers < 1:
+		err = usagef("--workers %d: want at least 1", o.workers)
+	case o.budget < 0:
+		err = usagef("--budget %v: want a positive duration", o.budget)
+	}
+	if err != nil {
+		return flagErr("run", err, stderr)
+	}
+	if o.seeds.random {
+		if o.budget == 0 {
+			o.budget = 10 * time.Minute
+		}
+		// The CLI is outside the simulated core: a wall-clock base is fine
+		// here, and every seed drawn from it is printed, so each replays.
+		o.base = uint64(time.Now().UnixNano())
+	}
+	return o.swarm(ctx, stdout, stderr)
+}
+
+// outcome is one seed's result (and its second run with
+// --check-determinism).
+type outcome struct {
+	res    *harness.Result
+	second *harness.Result
+}
+
+func (oc outcome) mismatch() bool {
+	return oc.second != nil && (oc.second.TraceHash != oc.res.TraceHash || oc.second.Verdict != oc.res.Verdict || oc.second.Rule() != oc.res.Rule())
+}
+
+type job struct {
+	seed uint64
+	out  chan outcome
+}
+
+// swarm runs the seeds on a worker pool and emits the outcomes in seed
+// order: a bounded queue of result channels keeps order and memory bounded
+// whatever the number of workers.
+func (o *runOpts) swarm(ctx context.Context, stdout, stderr io.Writer) int {
+	if o.budget > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.budget)
+		defer cancel()
+	}
+	src := newSeedSource(o.seeds, o.shard, o.base)
+	fmt.Fprintf(stderr, "storesim run: driver=%s profile=%s ops=%d seeds=%s", o.cfg.Driver, o.cfg.Profile, o.cfg.Ops, o.seeds)
+	if o.seeds.random {
+		fmt.Fprintf(stderr, " (drawn from base %d; each seed is printed) budget=%v", o.base, o.budget)
+	} else if o.shard.n > 1 {
+		fmt.Fprintf(stderr, " shard=%d/%d (seeds %d:%d)", o.shard.i, o.shard.n, src.start, src.count)
+	}
+	fmt.Fprintf(stderr, " workers=%d version=%s\n", o.workers, version)
+
+	jobs := make(chan job)
+	order := make(chan chan outcome, 4*o.workers)
+	var wg sync.WaitGroup
+	for range o.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				j.out <- o.runSeed(j.seed)
+			}
+		}()
+	}
+	go func() {
+		defer close(order)
+		defer close(jobs)
+		for ctx.Err() == nil {
+			seed, ok := src.Next()
+			if !ok {
+				return
+			}
+			out := make(chan outcome, 1)
+			select {
+			case order <- out:
+			case <-ctx.Done():
+				return
+			}
+			jobs <- job{seed, out} // every queued channel gets its job
+		}
+	}()
+
+	t := newTally(o, src, stdout, stderr)
+	for out := range order {
+		t.add(<-out)
+	}
+	wg.Wait()
+	return t.finish(ctx)
+}
+
+func (o *runOpts) runSeed(seed uint64) outcome {
+	oc := outcome{res: harness.RunSeed(seed, o.cfg)}
+	if o.determinism {
+		oc.second = harness.RunSeed(seed, o.cfg)
+	}
+	return oc
+}
+
+// reproOf is the command that replays a generated run: the harness's, plus
+// the run flags it does not know about when they are not the defaults.
+func reproOf(r *harness.Result) string {
+	cmd := r.Repro()
+	def := defaults()
+	if r.Config.MaxSteps != 0 && r.Config.MaxSteps != def.MaxSteps {
+		cmd += fmt.Sprintf(" --max-steps %d", r.Config.MaxSteps)
+	}
+	if r.Config.LinTimeout != 0 && r.Config.LinTimeout != def.LinTimeout {
+		cmd += fmt.Sprintf(" --lin-timeout %v", r.Config.LinTimeout)
+	}
+	return cmd
+}
+
+// defaults are the harness's defaults for the run flags, read off the
+// result of an empty run (the harness does not export them).
+var defaults = sync.OnceValue(func() harness.Config {
+	return harness.Run(&workload.Log{}, harness.Config{}).Config
+})
+
+// seedRecord is one JSON line per seed.
+type seedRecord struct {
+	Type      string `json:"type"` // "seed"
+	Seed      uint64 `json:"seed"`
+	TraceHash string `json:"trace_hash"`
+	Verdict   string `json:"verdict"`
+	Class     string `json:"class"`
+	Rule      string `json:"rule"`
+	Repro     string `json:"repro"`
+	Steps     uint64 `json:"steps"`
+	Failures  int    `json:"failures"`
+	// With --check-determinism, on a mismatch: the second run's hash.
+	SecondTraceHash string `json:"second_trace_hash,omitempty"`
+	Error           string `json:"error,omitempty"`
+	Out             string `json:"out,omitempty"` // the failure folder
+}
+
+// summaryRecord is the last JSON line. It holds no timing, so two runs of
+// the same seeds print identical bytes.
+type summaryRecord struct {
+	Type         string `json:"type"` // "summary"
+	Driver       string `json:"driver"`
+	Profile      string `json:"profile"`
+	Ops          int    `json:"ops"`
+	Seeds        int    `json:"seeds"`
+	Passed       int    `json:"passed"`
+	Failed       int    `json:"failed"`
+	Safety       int    `json:"safety"`
+	Liveness     int    `json:"liveness"`
+	Unknown      int    `json:"unknown"`
+	HarnessError int    `json:"harness_error"`
+	Determinism  int    `json:"determinism_mismatch"`
+	Interrupted  bool   `json:"interrupted,omitempty"` // budget or Ctrl-C ended a range early
+	Exit         int    `json:"exit"`
+}
+
+// classOf names the check of SPEC §5 that failed first: linearizability,
+// memory, contract (driver D-rules), backend (B- and lender S-rules),
+// liveness; or the verdict when nothing failed (pass, unknown,
+// harness-error).
+func classOf(r *harness.Result) string {
+	switch r.Verdict {
+	case harness.Pass, harness.Unknown, harness.HarnessError:
+		return string(r.Verdict)
+	}
+	if len(r.Failures) == 0 {
+		return string(r.Verdict)
+	}
+	f := r.Failures[0]
+	switch {
+	case f.Class == model.Liveness:
+		return "liveness"
+	case f.Rule == "S-LIN":
+		return "linearizability"
+	case f.Rule == "S-NO-LATE-ACCESS" || f.Rule == "D-ACCESS-END" || f.Rule == "D-SUB-6":
+		return "memory"
+	case strings.HasPrefix(f.Rule, "D-") || f.Rule == "capabilities":
+		return "contract"
+	}
+	return "backend"
+}
+
+func record(r *harness.Result) seedRecord {
+	rec := seedRecord{Type: "seed", Seed: r.Seed, TraceHash: fmt.Sprintf("%016x", r.TraceHash), Verdict: string(r.Verdict),
+		Class: classOf(r), Rule: r.Rule(), Repro: reproOf(r), Steps: r.Steps, Failures: len(r.Failures)}
+	if r.Err != nil {
+		rec.Error = r.Err.Error()
+	}
+	return rec
+}
+
+// tally counts outcomes and prints them in order.
+type tally struct {
+	o              *runOpts
+	stdout, stderr io.Writer
+	enc            *json.Encoder
+	sum            summaryRecord
+	writeErr       error
+	bar            *progress
+	start          time.Time
+	steps          uint64
+}
+
+func newTally(o *runOpts, src *seedSource, stdout, stderr io.Writer) *tally {
+	t := &tally{o: o, stdout: stdout, stderr: stderr, enc: json.NewEncoder(stdout), start: time.Now()}
+	t.sum = summaryRecord{Type: "summary", Driver: o.cfg.Driver, Profile: string(o.cfg.Profile), Ops: o.cfg.Ops}
+	if isTerminal(stderr) {
+		t.bar = &progress{w: stderr, total: int(src.count)} // 0 for random seeds
+	}
+	return t
+}
+
+func (t *tally) add(oc outcome) {
+	r := oc.res
+	s := &t.sum
+	s.Seeds++
+	t.steps += r.Steps
+	switch r.Verdict {
+	case harness.Safety:
+		s.Safety++
+	case harness.Liveness:
+		s.Liveness++
+	case harness.Unknown:
+		s.Unknown++
+	case harness.HarnessError:
+		s.HarnessError++
+	}
+	mismatch := oc.mismatch()
+	if mismatch {
+		s.Determinism++
+	}
+	failed := r.Verdict != harness.Pass || mismatch
+	if failed {
+		s.Failed++
+	} else {
+		s.Passed++
+	}
+	rec := record(r)
+	if mismatch {
+		rec.SecondTraceHash = fmt.Sprintf("%016x", oc.second.TraceHash)
+	}
+	if failed && t.o.out != "" && r.Verdict != harness.HarnessError {
+		dir, err := writeFailure(t.o.out, r)
+		if err != nil {
+			t.fail(err)
+		}
+		rec.Out = dir
+	}
+	switch {
+	case t.o.json:
+		if err := t.enc.Encode(rec); err != nil {
+			t.fail(err)
+		}
+	case failed || t.o.verbose || t.o.seeds.random:
+		t.bar.clear() // stdout may share the terminal
+		fmt.Fprintln(t.stdout, r.Summary())
+		if mismatch {
+			fmt.Fprintf(t.stdout, "  determinism: a second run gave %s trace=%016x rule=%s (repro: storesim run --seeds %d:1 --check-determinism --driver %s --profile %s --ops %d)\n",
+				oc.second.Verdict, oc.second.TraceHash, oc.second.Rule(), r.Seed, t.o.cfg.Driver, t.o.cfg.Profile, t.o.cfg.Ops)
+		}
+		if failed && len(r.Failures) > 0 {
+			fmt.Fprintf(t.stdout, "  %s\n", r.Failures[0])
+		}
+		if failed {
+			fmt.Fprintf(t.stdout, "  repro: %s\n", reproOf(r))
+		}
+		if rec.Out != "" {
+			fmt.Fprintf(t.stdout, "  saved: %s\n", rec.Out)
+		}
+	}
+	t.bar.draw(s.Seeds, s.Failed)
+}
+
+// fail records the first output error (reported at the end, exit 2).
+func (t *tally) fail(err error) {
+	if t.writeErr == nil {
+		t.writeErr = err
+	}
+}
+
+func (t *tally) exitCode() int {
+	s := &t.sum
+	switch {
+	case s.Safety > 0 || s.Unknown > 0 || s.Determinism > 0:
+		return exitSafety
+	case s.Liveness > 0:
+		return exitLiveness
+	case s.HarnessError > 0 || t.writeErr != nil:
+		return exitUsage
+	}
+	return exitPass
+}
+
+func (t *tally) finish(ctx context.Context) int {
+	t.bar.clear()
+	s := &t.sum
+	if ctx.Err() != nil && !t.o.seeds.random {
+		s.Interrupted = true
+	}
+	s.Exit = t.exitCode()
+	if t.o.json {
+		if err := t.enc.Encode(s); err != nil {
+			t.fail(err)
+		}
+	}
+	if t.writeErr != nil {
+		fmt.Fprintf(t.stderr, "storesim run: output: %v\n", t.writeErr)
+	}
+	el := time.Since(t.start)
+	rate := float64(s.Seeds) / el.Minutes()
+	fmt.Fprintf(t.stderr, "failures: %d safety, %d liveness, %d unknown, %d harness-error, %d determinism; %d seeds in %v (%.0f seeds/min, %.0f events/seed)",
+		s.Safety, s.Liveness, s.Unknown, s.HarnessError, s.Determinism, s.Seeds, el.Round(time.Millisecond), rate, float64(t.steps)/float64(max(s.Seeds, 1)))
+	if s.Interrupted {
+		fmt.Fprint(t.stderr, "; stopped early (budget or interrupt)")
+	}
+	fmt.Fprintln(t.stderr)
+	fmt.Fprintf(t.stderr, "seeds: %d passed, %d failed\n", s.Passed, s.Failed)
+	return s.Exit
+}
+
+// writeFailure saves a failing seed's folder: the op log (what replays on
+// later commits), the report with its timeline, porcupine's HTML and the
+// commands that reproduce it.
+func writeFailure(root string, r *harness.Result) (string, error) {
+	dir := filepath.Join(root, fmt.Sprintf("seed-%d", r.Seed))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	var report, viz strings.Builder
+	r.WriteReport(&report)
+	vizErr := r.WriteVisualization(&viz)
+	repro := fmt.Sprintf("%s\nstoresim replay %s\nstoresim shrink %s --out %s\n", reproOf(r), dir, dir, filepath.Join(dir, "shrunk.txt"))
+	files := []struct{ name, text string }{
+		{"oplog.txt", fmt.Sprintf("# %s\n# repro: %s\n%s", r.Summary(), reproOf(r), r.Log.String())},
+		{"report.txt", report.String()},
+		{"repro.txt", repro},
+	}
+	if vizErr == nil {
+		files = append(files, struct{ name, text string }{"porcupine.html", viz.String()})
+	}
+	var errs []error
+	for _, f := range files {
+		errs = append(errs, os.WriteFile(filepath.Join(dir, f.name), []byte(f.text), 0o644))
+	}
+	if vizErr != nil {
+		errs = append(errs, fmt.Errorf("porcupine.html of seed %d: %w", r.Seed, vizErr))
+	}
+	return dir, errors.Join(errs...)
+}
+
+// isTerminal: the progress bar is drawn only on a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progress is a one-line bar on stderr, redrawn at most ten times a second.
+type progress struct {
+	w     io.Writer
+	total int // 0: unbounded (random seeds)
+	last  time.Time
+	shown bool
+}
+
+func (p *progress) draw(done, failed int) {
+	if p == nil || (p.shown && time.Since(p.last) < 100*time.Millisecond && done != p.total) {
+		return
+	}
+	p.last, p.shown = time.Now(), true
+	if p.total == 0 {
+		fmt.Fprintf(p.w, "\r%d seeds, %d failed", done, failed)
+		return
+	}
+	const width = 30
+	n := width * done / p.total
+	fmt.Fprintf(p.w, "\r[%s%s] %d/%d seeds, %d failed", strings.Repeat("=", n), strings.Repeat(" ", width-n), done, p.total, failed)
+}
+
+func (p *progress) clear() {
+	if p == nil || !p.shown {
+		return
+	}
+	fmt.Fprint(p.w, "\r\033[K")
+	p.shown = false
+}
