@@ -1,0 +1,214 @@
+package scenarios
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Ext is the extension of scenario files; RunDir runs every file with it.
+const Ext = ".txt"
+
+// Options configures a run of scenario files.
+type Options struct {
+	// Rewrite replaces each block's expected output with what the run
+	// printed and writes the file back (the -rewrite flag). Read the diff
+	// before committing: a rewrite accepts whatever the code does now.
+	Rewrite bool
+	// Driver, when set, replaces the driver of every endpoint (e.g.
+	// "broken:LiesAboutAccess"): a scenario that exercises a rule must then
+	// fail.
+	Driver string
+	// Log, when set, receives the rewrite warning.
+	Log io.Writer
+	_   struct{}
+}
+
+// FileResult is what running one file found.
+type FileResult struct {
+	Path      string
+	Blocks    int        // command blocks run
+	Failures  []Mismatch // blocks whose output differed from the file
+	Rewritten bool       // Options.Rewrite changed the file
+	// Output is the whole file as the run would write it (the file itself
+	// with every expected output replaced by the actual one).
+	Output string
+}
+
+// Passed reports whether every block printed what the file expects.
+func (r FileResult) Passed() bool { return len(r.Failures) == 0 }
+
+// Mismatch is one block whose output differed from the expected output.
+type Mismatch struct {
+	Line      int // the command's line
+	Command   string
+	Want, Got string
+}
+
+// Diff shows the mismatch as a line diff: "-" expected, "+" actual.
+func (m Mismatch) Diff() string { return lineDiff(m.Want, m.Got) }
+
+func (m Mismatch) String() string {
+	return fmt.Sprintf("line %d: %s\n%s", m.Line, m.Command, m.Diff())
+}
+
+// RunFile runs one scenario file. A malformed file (truncated block, unknown
+// command, bad argument, undefined name) is an *Error naming the file and
+// line, and nothing is rewritten; a block whose output differs is a
+// Mismatch in the result (or, with Options.Rewrite, is rewritten).
+func RunFile(path string, opts Options) (FileResult, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return FileResult{Path: path}, err
+	}
+	res, err := Run(path, string(data), opts)
+	if err != nil || !opts.Rewrite || res.Output == string(data) {
+		return res, err
+	}
+	if err := os.WriteFile(path, []byte(res.Output), 0o644); err != nil {
+		return res, err
+	}
+	res.Rewritten = true
+	if opts.Log != nil {
+		fmt.Fprintf(opts.Log, "scenarios: rewrote %s — read the diff before committing (git diff %s)\n", path, path)
+	}
+	return res, nil
+}
+
+// Files lists the scenario files (*.txt) directly in dir, sorted.
+func Files(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), Ext) && !strings.HasPrefix(e.Name(), ".") {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// RunDir runs every scenario file in dir, in name order. It stops at the
+// first file that cannot be run and returns that error with the results so
+// far.
+func RunDir(dir string, opts Options) ([]FileResult, error) {
+	files, err := Files(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []FileResult
+	for _, f := range files {
+		res, err := RunFile(f, opts)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+// Run runs scenario text; name is used in errors and results.
+func Run(name, text string, opts Options) (res FileResult, err error) {
+	res.Path = name
+	items, err := parse(name, text)
+	if err != nil {
+		return res, err
+	}
+	w := newWorld(name, opts)
+	var out strings.Builder
+	for _, it := range items {
+		if it.block == nil {
+			out.WriteString(it.verbatim + "\n")
+			continue
+		}
+		b := it.block
+		got, err := w.exec(b)
+		if err != nil {
+			return res, err
+		}
+		res.Blocks++
+		if want := strings.Join(trimRight(b.want), "\n"); want != got {
+			res.Failures = append(res.Failures, Mismatch{Line: b.line, Command: b.text, Want: want, Got: got})
+		}
+		out.WriteString(b.text + "\n----\n")
+		if got != "" {
+			out.WriteString(got + "\n")
+		}
+	}
+	res.Output = out.String()
+	return res, nil
+}
+
+// exec runs one command and returns its output. A panic in the code under
+// test is reported as an error naming the line, never passed on.
+func (w *world) exec(b *block) (got string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s:%d: %s panicked: %v", w.file, b.line, b.cmd, p)
+		}
+	}()
+	w.out, w.indent = nil, ""
+	if err := commands[b.cmd].run(w, b); err != nil {
+		return "", err
+	}
+	if w.s != nil {
+		w.poll()
+	}
+	return strings.Join(trimRight(w.out), "\n"), nil
+}
+
+func trimRight(lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = strings.TrimRight(l, " \t")
+	}
+	return out
+}
+
+// lineDiff is a small LCS line diff: scenario outputs are short.
+func lineDiff(want, got string) string {
+	a, b := splitLines(want), splitLines(got)
+	n, m := len(a), len(b)
+	lcs := make([][]int, n+1)
+	for i := range lcs {
+		lcs[i] = make([]int, m+1)
+	}
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var sb strings.Builder
+	i, j := 0, 0
+	for i < n || j < m {
+		switch {
+		case i < n && j < m && a[i] == b[j]:
+			sb.WriteString("  " + a[i] + "\n")
+			i, j = i+1, j+1
+		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
+			sb.WriteString("+ " + b[j] + "\n")
+			j++
+		default:
+			sb.WriteString("- " + a[i] + "\n")
+			i++
+		}
+	}
+	return sb.String()
+}
+
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
