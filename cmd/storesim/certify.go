@@ -24,7 +24,3 @@ func certifyCmd(_ context.Context, _ []string, _, stderr io.Writer) int {
 	return exitUsage
 }
 
-func scenarioCmd(_ context.Context, _ []string, _, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "storesim scenario: not built yet")
-	return exitUsage
-}

@@ -377,3 +377,45 @@ func TestOutputStreams(t *testing.T) {
 		t.Fatalf("drivers: exit %d:\n%s %s", got.code, got.stdout, repro(t))
 	}
 }
+
+// TestScenarioCommand: the committed scenario files pass; a block whose
+// output differs is exit 1 with its diff; a truncated or garbled file is
+// one error line naming file and line, exit 2.
+func TestScenarioCommand(t *testing.T) {
+	dir := t.TempDir()
+	good, err := os.ReadFile("../../scenarios/testdata/end_to_end.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	differs := filepath.Join(dir, "differs.txt")
+	os.WriteFile(differs, bytes.Replace(good, []byte("B ready\n"), []byte("B ready, or is it\n"), 1), 0o644)
+	truncated := filepath.Join(dir, "truncated.txt")
+	os.WriteFile(truncated, []byte("store durable\n----\nstore durable seed=1\n\nendpoint A regions=r0:4x64\n"), 0o644)
+	garbled := filepath.Join(dir, "garbled.txt")
+	os.WriteFile(garbled, []byte("frob x\n----\n"), 0o644)
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"committed", []string{"scenario", "../../scenarios/testdata"}, 0, "ok    ../../scenarios/testdata/end_to_end.txt", "0 failed, 0 malformed"},
+		{"differs", []string{"scenario", differs}, 1, "+ B ready\n", "1 failed"},
+		{"truncated", []string{"scenario", truncated}, 2, "", truncated + ":5: truncated block"},
+		{"garbled", []string{"scenario", garbled}, 2, "", garbled + `:1: unknown command "frob"`},
+		{"missing", []string{"scenario", filepath.Join(dir, "absent")}, 2, "", "no such file"},
+		{"bad-driver", []string{"scenario", "--driver", "nope", differs}, 2, "", `unknown driver "nope"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := storesim(tc.args...)
+			if got.code != tc.code || !strings.Contains(got.stdout, tc.stdout) || !strings.Contains(got.stderr, tc.stderr) {
+				t.Fatalf("storesim %q: exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit %d, %q, %q %s", tc.args, got.code, got.stdout, got.stderr, tc.code, tc.stdout, tc.stderr, repro(t))
+			}
+			if tc.code == 2 && strings.Count(got.stderr, "storesim scenario:") != 1 {
+				t.Fatalf("storesim %q: want one error line, got:\n%s %s", tc.args, got.stderr, repro(t))
+			}
+		})
+	}
+}
