@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/storesim/storesim/broken"
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
 	"github.com/storesim/storesim/sim"
@@ -38,11 +39,19 @@ func New(name string, env Env) (drivers.Driver, error) {
 	case "together":
 		return memdriver.NewTogether(env.RT, env.Store, cfg), nil
 	}
+	if s, ok := broken.Lookup(name); ok && strings.HasPrefix(name, broken.Prefix) {
+		return broken.New(s.Name, env.RT, env.Store, cfg)
+	}
 	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownDriver, name, strings.Join(Names(), ", "))
 }
 
-// Names lists every known simulated driver name: the reference drivers,
-// then the broken ones.
+// Names lists every known simulated driver name: the reference drivers
+// "memory" and "together", then "broken:<Name>" for every broken driver of
+// SPEC §7, sorted.
 func Names() []string {
-	return []string{"memory", "together"}
+	names := []string{"memory", "together"}
+	for _, n := range broken.Names() {
+		names = append(names, broken.Prefix+string(n))
+	}
+	return names
 }
