@@ -23,4 +23,3 @@ func certifyCmd(_ context.Context, _ []string, _, stderr io.Writer) int {
 	fmt.Fprintln(stderr, "storesim certify: not built yet")
 	return exitUsage
 }
-
