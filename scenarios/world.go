@@ -124,7 +124,7 @@ func (w *world) printf(format string, args ...any) {
 // step runs one event (the next, or the chosen id) under a header line and
 // prints what it caused.
 func (w *world) step(e sim.EventInfo, chosen bool) {
-	w.printf("> %d @%v %s", e.ID, e.At, e.Label)
+	w.printf("> %d @%v %s", e.ID, max(e.At, w.s.Now()), e.Label)
 	w.indent = "  "
 	if chosen {
 		w.s.Deliver(e.ID)

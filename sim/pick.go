@@ -51,13 +51,15 @@ func (s *Scheduler) Next() (EventInfo, bool) {
 	return EventInfo{}, false
 }
 
-// Deliver takes the queued event id out of the queue and runs it now, at the
-// current virtual time, even when it was due later or other events were due
-// first: this is how a scenario states an interleaving the seed did not pick.
-// The clock never moves backwards, so an early event simply runs early. It
-// reports false, running nothing, when id is not queued (already run, never
-// scheduled, or a stopped timer). Like Step it counts the event and folds it
-// into the trace hash.
+// Deliver takes the queued event id out of the queue and runs it next, even
+// when other events were due first: this is how a scenario states an
+// interleaving the seed did not pick. Time never runs backwards: the event
+// runs at its due time (or now, if that is later), and every event due
+// before then is postponed to that instant — it runs later than asked, as
+// on a slow machine, and those postponed events keep a seeded order among
+// themselves. It reports false, running nothing, when id is not queued
+// (already run, never scheduled, or a stopped timer). Like Step it counts
+// the event and folds it into the trace hash.
 func (s *Scheduler) Deliver(id uint64) bool {
 	s.drainInbox()
 	if s.stops[id] {
@@ -68,13 +70,33 @@ func (s *Scheduler) Deliver(id uint64) bool {
 		return false
 	}
 	e := s.queue.remove(i)
+	at := max(s.now, e.at)
+	s.queue.postpone(at)
 	if len(s.queued) > 0 {
 		delete(s.queued, e.id)
 	}
+	s.now = at
 	s.steps++
-	s.fold(uint64(s.now), e.id, HashString(e.label))
+	s.fold(uint64(at), e.id, HashString(e.label))
 	e.fn()
 	return true
+}
+
+// postpone moves every event due before at to at and restores the heap
+// order.
+func (h *eventHeap) postpone(at time.Duration) {
+	moved := false
+	for i := range h.es {
+		if h.es[i].at < at {
+			h.es[i].at = at
+			moved = true
+		}
+	}
+	if moved {
+		for i := len(h.es)/2 - 1; i >= 0; i-- {
+			h.down(i)
+		}
+	}
 }
 
 // find returns the index of the event with id, or -1.
