@@ -8,6 +8,7 @@ import (
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
+	"github.com/storesim/storesim/model/lender"
 	"github.com/storesim/storesim/sim"
 	"github.com/storesim/storesim/sim/arena"
 )
@@ -193,8 +194,8 @@ func cmdSubmit(dir drivers.Direction) func(w *world, b *block) error {
 			return w.fail(b, "lender: %v", err)
 		}
 		w.attempts = append(w.attempts, r)
+		r.loanS = lender.Lent
 		w.printf("%s %s admitted: attempt %d, %d batch(es)", ep.name, name, r.a.ID(), r.a.Batches())
-		r.loanS = loan.State()
 		return nil
 	}
 }
@@ -507,6 +508,11 @@ func cmdDriverRegister(w *world, b *block) error {
 	var mem drivers.Memory
 	if over := b.args["over"]; over != "" {
 		a := ep.lender.Arena(over)
+		for _, r := range ep.raw {
+			if a == nil && r.Label() == over {
+				a = r
+			}
+		}
 		if a == nil {
 			return w.fail(b, "bad argument over=%q: endpoint %s has no region %q", over, ep.name, over)
 		}
