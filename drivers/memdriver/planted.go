@@ -174,7 +174,7 @@ func distinctKeys(b drivers.RowBatch) drivers.RowBatch {
 
 // keyedSlots is AcceptsRepeatedKey's transport (D-BATCH-KEYS): it keeps one
 // destination per key, so a row whose key repeats an earlier row's moves
-// through the earlier row's slot. Caller holds d.mu.
+// through the earlier row's slot.
 func keyedSlots(rows []drivers.Row) {
 	for j := range rows {
 		for i := range rows[:j] {
