@@ -210,7 +210,7 @@ func (r *run) storeEvent(e memdriver.StoreEvent) {
 
 func (r *run) endpoint(spec workload.Endpoint) (*endpoint, error) {
 	ep := &endpoint{spec: spec}
-	ep.rec = model.NewRecorder(model.RecorderOptions{Seed: r.log.Seed, Sequence: &r.seq, StoreLogComplete: true})
+	ep.rec = model.NewRecorder(model.RecorderOptions{Seed: r.log.Seed, Sequence: &r.seq, StoreLogComplete: true, Lookups: true})
 	specs := make([]lender.Spec, len(spec.Regions))
 	for i, rs := range spec.Regions {
 		specs[i] = lender.Spec{Label: rs.Label, Slots: rs.Slots, SlotBytes: rs.SlotBytes}
