@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -37,6 +38,7 @@ func cmdCheck(w *world, b *block) error {
 		if !seen[line] {
 			seen[line] = true
 			lines = append(lines, line)
+			w.rule(strings.TrimPrefix(line, ep+" "))
 		}
 	}
 	var history model.History
@@ -85,7 +87,7 @@ func cmdCheck(w *world, b *block) error {
 		add("", fmtModel(v))
 	}
 	if lin.Outcome == porcupine.Unknown {
-		add("", fmt.Sprintf("S-LIN unknown: %v", lin))
+		add("", fmt.Sprintf("unknown S-LIN verdict (porcupine timed out): %v", lin))
 	}
 	if !idle {
 		w.printf("(%d events queued: end-of-run and liveness checks wait for quiescence)", len(w.s.Queued()))

@@ -36,6 +36,9 @@ type FileResult struct {
 	// Output is the whole file as the run would write it (the file itself
 	// with every expected output replaced by the actual one).
 	Output string
+	// Rules lists, sorted, the rule id of every violation the run printed
+	// (inline "!!" lines and `check` output); empty for a clean run.
+	Rules []string
 }
 
 // Passed reports whether every block printed what the file expects.
@@ -142,6 +145,10 @@ func Run(name, text string, opts Options) (res FileResult, err error) {
 		}
 	}
 	res.Output = out.String()
+	for r := range w.rules {
+		res.Rules = append(res.Rules, r)
+	}
+	sort.Strings(res.Rules)
 	return res, nil
 }
 

@@ -47,7 +47,8 @@ type world struct {
 
 	out    []string
 	indent string
-	seen   map[string]int // violations already printed inline
+	seen   map[string]int  // violations already printed inline
+	rules  map[string]bool // rule ids of every violation printed
 }
 
 // endpoint is one backend on the shared store: lender, driver, contract
@@ -108,7 +109,7 @@ func newWorld(file string, opts Options) *world {
 		byName: map[string]*endpoint{}, named: map[string]*attemptRec{}, raws: map[string]*rawCall{},
 		counter: map[drivers.Direction]int{},
 		changed: map[string]int64{}, pubs: map[string]int{}, fetches: map[string][]int64{},
-		seen: map[string]int{},
+		seen: map[string]int{}, rules: map[string]bool{},
 	}
 }
 
@@ -179,6 +180,13 @@ func (w *world) poll() {
 	}
 }
 
+// rule records the rule id a violation line starts with.
+func (w *world) rule(line string) {
+	if f := strings.Fields(line); len(f) > 0 {
+		w.rules[f[0]] = true
+	}
+}
+
 // inline prints a violation the first time it is seen.
 func (w *world) inline(ep *endpoint, line string) {
 	key := ep.name + " " + line
@@ -186,6 +194,7 @@ func (w *world) inline(ep *endpoint, line string) {
 		return
 	}
 	w.seen[key]++
+	w.rule(line)
 	w.printf("!! %s", key)
 }
 
