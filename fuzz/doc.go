@@ -1,0 +1,28 @@
+// Package fuzz holds storesim's property tests and go test -fuzz targets: the
+// search half of "find and replay".
+//
+// # Targets
+//
+//   - TestBackendStateMachine / FuzzBackendStateMachine: one rapid state
+//     machine body over the backend with the reference drivers (memory and
+//     together, AbsentIsMiss true and false, two endpoints on one
+//     memdriver.Store). rapid draws the operations, the faults and the
+//     schedule (which queued event runs next), so it shrinks all three
+//     together. Invariants are checked after every action (the "" action);
+//     the full checks of SPEC §5 run at the end.
+//   - FuzzOpLog: bytes → op log (Decode, a compact decoder of this package)
+//     → harness.Run; any verdict but pass fails with the report and the log.
+//   - FuzzParseOpLog: workload.Parse never panics, and what parses prints
+//     and parses back to the same log.
+//
+// # Regressions
+//
+// rapid writes a failing case to testdata/rapid/<Test>/<Test>-*.fail and
+// replays every such file first on each later run (it globs that directory),
+// so a committed fail file is a regression test; replay one alone with
+// go test ./fuzz -run TestBackendStateMachine -rapid.failfile=FILE.
+// go test -fuzz writes failing inputs to testdata/fuzz/<Target>/, which plain
+// go test replays as subtests; the seed corpus lives there too.
+//
+// scripts/fuzz-smoke.sh (make fuzz-smoke) runs every fuzz target for a while.
+package fuzz

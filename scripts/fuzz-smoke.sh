@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# fuzz-smoke.sh DURATION — run every go test -fuzz target of package fuzz for
+# DURATION each (default 10s), one after the other; fail on the first failure.
+# Used by `make fuzz-smoke`. A failing input is written by go test under
+# fuzz/testdata/fuzz/<Target>/ and replays with plain `go test ./fuzz`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+time=${1:-10s}
+pkg=./fuzz
+targets=$(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true)
+if [ -z "$targets" ]; then
+	echo "fuzz-smoke: no fuzz targets in $pkg" >&2
+	exit 1
+fi
+for target in $targets; do
+	echo "== $target ($time)"
+	if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$time" "$pkg"; then
+		echo "fuzz-smoke: $target failed (repro: go test $pkg -run '$target/<entry>' with the entry go test named above)" >&2
+		exit 1
+	fi
+done
+echo "fuzz-smoke: $(echo "$targets" | wc -w) targets passed, $time each"
