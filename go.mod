@@ -3,10 +3,13 @@ module github.com/storesim/storesim
 go 1.26
 
 require (
-	github.com/anishathalye/porcupine v1.3.1 // indirect
-	github.com/redis/rueidis v1.0.79 // indirect
+	github.com/anishathalye/porcupine v1.3.1
+	github.com/redis/rueidis v1.0.79
+	go.uber.org/goleak v1.3.0
+	pgregory.net/rapid v1.3.0
+)
+
+require (
 	github.com/stretchr/testify v1.12.1 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
-	pgregory.net/rapid v1.3.0 // indirect
 )
