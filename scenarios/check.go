@@ -35,6 +35,7 @@ func cmdCheck(w *world, b *block) error {
 		if ep != "" {
 			line = ep + " " + line
 		}
+		w.seen[line]++ // printed here: not again as an inline "!!" line
 		if !seen[line] {
 			seen[line] = true
 			lines = append(lines, line)
