@@ -148,7 +148,7 @@ func cmdEndpoint(w *world, b *block) error {
 	if err := w.buildMemory(b, ep); err != nil {
 		return err
 	}
-	ep.rec = model.NewRecorder(model.RecorderOptions{Seed: w.seed, Sequence: &w.seq, StoreLogComplete: true})
+	ep.rec = model.NewRecorder(model.RecorderOptions{Seed: w.seed, Sequence: &w.seq, StoreLogComplete: true, Lookups: true})
 	d, err := registry.New(ep.driver, registry.Env{RT: w.s, Store: w.store, Name: name, Caps: ep.caps, Faults: mix})
 	if err != nil {
 		return w.fail(b, "bad argument driver=%q: %v", ep.driver, err)
