@@ -49,6 +49,8 @@ type Config struct {
 // Driver is the MemoryDriver: a complete, conforming drivers.Driver over a
 // [Store], completing every call asynchronously on its runtime.
 type Driver struct {
+	failAtLabel string // InjectTogetherFailure's one shot (inject.go)
+
 	rt     sim.Runtime
 	store  *Store
 	name   string

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 
 	"github.com/storesim/storesim/drivers"
 )
@@ -50,31 +49,19 @@ func (d *Driver) InjectStaleLookup(key string) {
 // that region is among those registered; the regions before it are rolled
 // back as usual (rollback-fail still applies). One shot.
 func (d *Driver) InjectTogetherFailure(label string) {
-	injected.mu.Lock()
-	defer injected.mu.Unlock()
-	if injected.failAt == nil {
-		injected.failAt = map[*Driver]string{}
-	}
-	injected.failAt[d] = label
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.failAtLabel = label
 }
 
-// injected holds one-shot injections outside the Driver struct so that
-// drivers that never use them pay nothing; an entry is removed when used.
-var injected struct {
-	mu     sync.Mutex
-	failAt map[*Driver]string
-}
-
-// injectedFailAt is the hook in RegisterTogether: the index of the region an
-// InjectTogetherFailure named, else failAt unchanged.
+// injectedFailAt is the hook in RegisterTogether (d.mu held): the index of
+// the region an InjectTogetherFailure named, else failAt unchanged.
 func (d *Driver) injectedFailAt(regions []drivers.Region, failAt int) int {
-	injected.mu.Lock()
-	defer injected.mu.Unlock()
-	label, ok := injected.failAt[d]
-	if !ok {
+	label := d.failAtLabel
+	if label == "" {
 		return failAt
 	}
-	delete(injected.failAt, d)
+	d.failAtLabel = ""
 	for k, r := range regions {
 		if r.Label == label {
 			return k
