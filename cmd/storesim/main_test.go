@@ -419,3 +419,39 @@ func TestScenarioCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestBrokenDriverFoundReplayedShrunk (issue 7, must show): a swarm on
+// broken:LiesAboutAccess fails; the printed repro command reproduces the
+// same rule and trace hash; shrink yields at most 10 ops that still fail.
+func TestBrokenDriverFoundReplayedShrunk(t *testing.T) {
+	got := storesim("run", "--driver", "broken:LiesAboutAccess", "--seeds", "0:20", "--ops", "30", "--json")
+	var fail map[string]any
+	for _, r := range records(t, got.stdout) {
+		if r["type"] == "seed" && r["verdict"] != "pass" {
+			fail = r
+			break
+		}
+	}
+	if got.code != 1 || fail == nil || fail["rule"] != "D-ACCESS-END" {
+		t.Fatalf("exit %d, first failure %v; want exit 1 and a D-ACCESS-END seed %s", got.code, fail, repro(t))
+	}
+	args := strings.Fields(strings.TrimPrefix(fail["repro"].(string), "storesim "))
+	r := storesim(append(args, "--json")...)
+	again := records(t, r.stdout)
+	if r.code != 1 || len(again) != 1 || again[0]["trace_hash"] != fail["trace_hash"] || again[0]["rule"] != fail["rule"] {
+		t.Fatalf("%s: exit %d, %v; the run printed %v %s", fail["repro"], r.code, again, fail, repro(t))
+	}
+	out := filepath.Join(t.TempDir(), "min.txt")
+	s := storesim(append([]string{"shrink"}, append(args[1:], "--out", out)...)...)
+	text, err := os.ReadFile(out)
+	if s.code != 0 || err != nil {
+		t.Fatalf("shrink: exit %d, %v\n%s %s", s.code, err, s.stderr, repro(t))
+	}
+	log, err := workload.Parse(string(text))
+	if err != nil || len(log.Ops) > 10 {
+		t.Fatalf("shrunk log: %v, %d ops\n%s %s", err, len(log.Ops), text, repro(t))
+	}
+	if r := storesim("replay", out, "--json"); r.code != 1 || !strings.Contains(r.stdout, `"rule":"D-ACCESS-END"`) {
+		t.Fatalf("replay of the shrunk log: exit %d\n%s %s", r.code, r.stdout, repro(t))
+	}
+}
