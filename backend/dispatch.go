@@ -54,7 +54,12 @@ type call struct {
 
 // hasEvidence is B-BOUND's slot rule: a call's slot frees at evidence,
 // ENDED or UNPROVABLE, whatever its outcome.
-func hasEvidence(acc drivers.Access) bool { return acc.Evidenced() }
+func hasEvidence(acc drivers.Access) bool {
+	if zoo == "inflight_leak_unprovable" {
+		return acc == drivers.AccessEnded
+	}
+	return acc.Evidenced()
+}
 
 // pump dispatches queued batches while an in-flight slot is free.
 func (b *Backend) pump() {
@@ -84,6 +89,9 @@ func (b *Backend) start(bt *batch) {
 	rows := bt.rows
 	if b.needsLookup(a.dir) {
 		present, err := b.lookup(rows)
+		if err != nil && zoo == "lookup_outage_as_miss" {
+			present, err = make([]bool, len(rows)), nil
+		}
 		if err != nil {
 			bt.phase = dropped // nothing is put for this batch
 			b.fail(a, err)
@@ -104,6 +112,9 @@ func (b *Backend) start(bt *batch) {
 func (b *Backend) afterLookup(a *Attempt, rows []drivers.Row, present []bool) []drivers.Row {
 	keep := make([]drivers.Row, 0, len(rows))
 	for i, r := range rows {
+		if zoo == "publish_rewrites_present" && a.dir == drivers.Publish {
+			present[i] = false
+		}
 		switch {
 		case present[i] == (a.dir == drivers.Fetch):
 			keep = append(keep, r)
@@ -151,7 +162,10 @@ func (b *Backend) submit(bt *batch, rows []drivers.Row) {
 		b.live = append(b.live, c)
 		return
 	}
-	if nothingEscaped(err) {
+	if zoo == "slot_leak_refused" {
+		c.slot = false // planted: the refused call's in-flight slot is never given back
+	}
+	if nothingEscaped(err) || zoo == "submit_error_no_escape" {
 		// D-SUB-2: nothing escaped; the batch's access ends here.
 		bt.call, bt.phase = nil, dropped
 		b.freeSlot(c)
@@ -194,7 +208,7 @@ func (b *Backend) onCall(c *call) {
 
 // observe reads c's results and access and folds what is new.
 func (b *Backend) observe(c *call) {
-	if c.dc == nil {
+	if c.dc == nil || zoo == "fold_stops_listening" && c.folded {
 		return
 	}
 	a := c.bt.a
@@ -242,7 +256,7 @@ func (b *Backend) setAccess(c *call, acc drivers.Access) {
 		b.retainedBytes += c.bytes
 		b.stats.UnprovableTotal++
 	}
-	if old == drivers.AccessUnprovable {
+	if old == drivers.AccessUnprovable && zoo != "gauge_not_decremented" {
 		b.unprovable--
 		b.retainedBytes -= c.bytes
 	}
@@ -285,6 +299,9 @@ const (
 // foldRow is B-FETCH / B-PUBLISH for one row. NOT_ATTEMPTED outside a
 // cancel is a failure, never a miss.
 func foldRow(dir drivers.Direction, st drivers.Status) rowFold {
+	if zoo == "fault_as_miss" && dir == drivers.Fetch && st == drivers.Fault {
+		return foldMissed
+	}
 	switch {
 	case st == drivers.OK:
 		return foldServed
@@ -305,6 +322,11 @@ func (b *Backend) fold(c *call, res []drivers.Status) {
 	var recheck []drivers.Row
 	for i, st := range res {
 		r := c.rows[i]
+		if zoo == "marks_shift" {
+			r.Position = (r.Position + 1) % len(a.acc)
+		} else if zoo == "marks_batch_index" {
+			r.Position = i
+		}
 		switch foldRow(a.dir, st) {
 		case foldServed:
 			a.acc[r.Position] = true
@@ -333,6 +355,9 @@ func (b *Backend) recheck(a *Attempt, rows []drivers.Row) {
 		return
 	}
 	for i, r := range rows {
+		if zoo == "raced_declined_swapped" {
+			present[i] = !present[i]
+		}
 		if present[i] {
 			a.acc[r.Position] = true
 			a.raced++
@@ -362,6 +387,9 @@ func (b *Backend) cancel(a *Attempt, reason error) bool {
 	b.dropQueued(a)
 	b.cancelCalls(a)
 	ok := b.commit(a, Cancelled, reason)
+	if zoo == "cancel_no_settle" {
+		return ok
+	}
 	b.settle(a)
 	return ok
 }
@@ -377,7 +405,7 @@ func (b *Backend) dropQueued(a *Attempt) {
 			n++
 		}
 	}
-	if n == 0 {
+	if n == 0 || zoo == "dropped_still_queued" {
 		return
 	}
 	q := b.queue[:0]
@@ -393,6 +421,9 @@ func (b *Backend) dropQueued(a *Attempt) {
 // cancelCalls forwards one Cancel per call of a that is still running
 // (D-CAN-1: non-blocking, so safe here).
 func (b *Backend) cancelCalls(a *Attempt) {
+	if zoo == "cancel_not_forwarded" {
+		return
+	}
 	for _, bt := range a.batches {
 		c := bt.call
 		if c == nil || c.dc == nil || c.cancelled || c.folded || hasEvidence(c.access) {
@@ -403,5 +434,8 @@ func (b *Backend) cancelCalls(a *Attempt) {
 			defer func() { _ = recover() }() // a panicking Cancel changes nothing we rely on
 			c.dc.Cancel()
 		}()
+		if zoo == "cancel_proves_end" {
+			b.setAccess(c, drivers.AccessEnded)
+		}
 	}
 }

@@ -1,0 +1,9 @@
+//go:build zoo_cancel_not_forwarded
+
+package backend
+
+// zoo names the planted bug of this build (see zoo.go and
+// backend/zootest): cancel_not_forwarded.
+//
+// B-CANCEL: cancel is never forwarded to in-flight calls
+const zoo = "cancel_not_forwarded"

@@ -1,0 +1,9 @@
+//go:build zoo_drain_no_wait
+
+package backend
+
+// zoo names the planted bug of this build (see zoo.go and
+// backend/zootest): drain_no_wait.
+//
+// D-DRAIN-1: shutdown does not wait for the driver to drain
+const zoo = "drain_no_wait"

@@ -1,0 +1,10 @@
+//go:build zoo_fault_as_miss
+
+package backend
+
+// zoo names the planted bug of this build (see zoo.go and
+// backend/zootest): fault_as_miss.
+//
+// B-FETCH: a FAULT row is folded as a miss, so the attempt is Delivered
+// partially
+const zoo = "fault_as_miss"

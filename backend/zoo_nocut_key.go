@@ -1,0 +1,10 @@
+//go:build zoo_nocut_key
+
+package backend
+
+// zoo names the planted bug of this build (see zoo.go and
+// backend/zootest): nocut_key.
+//
+// B-CUT: no cut at a repeated key, so a batch names one key twice (D-BATCH-
+// KEYS)
+const zoo = "nocut_key"
