@@ -61,7 +61,9 @@ func TestZooTags(t *testing.T) {
 		want[i] = "!zoo_" + n
 	}
 	wantLine := "//go:build " + strings.Join(want, " && ")
-	off := func(tags ...string) bool { return expr.Eval(func(tag string) bool { return slices.Contains(tags, tag) }) }
+	off := func(tags ...string) bool {
+		return expr.Eval(func(tag string) bool { return slices.Contains(tags, tag) })
+	}
 	if !off() {
 		t.Errorf("zoo_off.go is not built without tags; want first line:\n%s\n%s", wantLine, repro)
 	}
