@@ -56,10 +56,13 @@ const (
 func Decode(data []byte) (*workload.Log, bool) {
 	var h [HeaderBytes]byte
 	copy(h[:], data)
-	d := decoder{data: data[min(len(data), HeaderBytes):], recent: map[string][]time.Duration{}}
 	nEnd := 1 + int(h[0]&1)
 	keys := 2 + int(h[0]>>4)
-	l := &workload.Log{Seed: uint64(h[1]) | uint64(h[2])<<8, Store: "durable"}
+	d := decoder{data: data[min(len(data), HeaderBytes):], recent: make([][]time.Duration, keys)}
+	for i := range d.recent {
+		d.recent[i] = make([]time.Duration, 0, MaxPerKey)
+	}
+	l := &workload.Log{Seed: uint64(h[1]) | uint64(h[2])<<8, Store: "durable", Ops: make([]workload.Op, 0, min(MaxOps, len(d.data)/2)+nEnd)}
 	if h[0]&2 != 0 {
 		l.Store = "evicting"
 	}
@@ -89,6 +92,7 @@ func Decode(data []byte) (*workload.Log, bool) {
 				op.Kind = workload.Fetch
 			}
 			n := 1 + int(arg&7)
+			op.Keys, op.Mask = make([]string, 0, n), make([]bool, 0, n)
 			cut := false
 			for range n {
 				k, ok := d.next()
@@ -96,11 +100,11 @@ func Decode(data []byte) (*workload.Log, bool) {
 					cut = true
 					break
 				}
-				key := fmt.Sprintf("k%d", int(k&31)%keys)
+				key := int(k&31) % keys
 				if !d.admit(key, at) {
 					continue
 				}
-				op.Keys = append(op.Keys, key)
+				op.Keys = append(op.Keys, keyNames[key])
 				op.Mask = append(op.Mask, k>>5 != 7)
 			}
 			if cut || len(op.Keys) == 0 {
@@ -175,9 +179,18 @@ func faultLines(sel int, seed uint64, endpoint string) []string {
 	return strings.Split(text, "\n")
 }
 
+// keyNames are the decoded keys, k0 … k17, made once.
+var keyNames = func() []string {
+	out := make([]string, 18)
+	for i := range out {
+		out[i] = fmt.Sprintf("k%d", i)
+	}
+	return out
+}()
+
 type decoder struct {
 	data   []byte
-	recent map[string][]time.Duration // row times per key, for MaxPerKey
+	recent [][]time.Duration // row times per key number, for MaxPerKey
 }
 
 func (d *decoder) next() (byte, bool) {
@@ -191,11 +204,13 @@ func (d *decoder) next() (byte, bool) {
 
 // admit reports whether key may take one more row at time at (MaxPerKey
 // within KeyWindow) and, if so, counts it.
-func (d *decoder) admit(key string, at time.Duration) bool {
+func (d *decoder) admit(key int, at time.Duration) bool {
 	times := d.recent[key]
-	for len(times) > 0 && times[0] < at-KeyWindow {
-		times = times[1:]
+	old := 0
+	for old < len(times) && times[old] < at-KeyWindow {
+		old++
 	}
+	times = times[:copy(times, times[old:])] // keeps the capacity
 	if len(times) >= MaxPerKey {
 		d.recent[key] = times
 		return false
