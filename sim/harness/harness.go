@@ -72,7 +72,9 @@ type Config struct {
 	// registry (the conformance suite certifies a driver this way); the
 	// endpoint's driver name is passed through.
 	Factory func(name string, env registry.Env) (drivers.Driver, error)
-	_       struct{}
+	// Observers, when set, adds monitor observers to an endpoint (see observers.go).
+	Observers func(endpoint string) []monitor.Observer
+	_         struct{}
 }
 
 func (c Config) withDefaults() Config {
@@ -235,7 +237,7 @@ func (r *run) endpoint(spec workload.Endpoint) (*endpoint, error) {
 	if p, ok := d.(interface{ PendingCalls() []string }); ok {
 		r.s.AddPending(spec.Name+"/driver", p.PendingCalls)
 	}
-	ep.mon = monitor.Wrap(d, monitor.Options{Clock: r.s, Seed: r.log.Seed, Observers: []monitor.Observer{ep.rec}})
+	ep.mon = monitor.Wrap(d, monitor.Options{Clock: r.s, Seed: r.log.Seed, Observers: append([]monitor.Observer{ep.rec}, r.cfg.observers(spec.Name)...)})
 	ep.b, ep.regErr = backend.New(r.s, ep.mon.Driver(), ep.lender.Regions(), backend.Config{
 		Name: spec.Name, MaxCallsInFlight: spec.InFlight, MaxQueuedCalls: spec.Queued,
 		MaxUnprovable: spec.Unprovable, DrainTimeout: time.Millisecond, OnChange: ep.lender.OnChange,

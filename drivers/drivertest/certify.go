@@ -1,0 +1,394 @@
+package drivertest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/memdriver"
+	"github.com/storesim/storesim/sim"
+	"github.com/storesim/storesim/sim/realtime"
+)
+
+// Certify runs the conformance suite on the driver h builds and returns the
+// certificate. It never panics on a misbehaving driver: a panic inside a
+// case is a violation of the case's rule. It needs no *testing.T, so the CLI
+// (`storesim certify`) and [Run] share it.
+func Certify(h Harness, opts Options) Report {
+	c := newCertifier(h, opts)
+	c.run()
+	return c.report()
+}
+
+// caseDef is one directed case of a rule group. Its run function gets a
+// fresh world; the directed run uses the case's fixed seed and fixed
+// choices, the randomized runs draw their choices from w.rnd.
+type caseDef struct {
+	name string
+	// faults is the mix the driver is asked to inject (Env.Faults).
+	faults memdriver.FaultMix
+	// caps adjusts the capabilities asked for (nil: the harness's).
+	caps func(drivers.Capabilities) drivers.Capabilities
+	// once: the case has no randomized variants (nothing in it varies).
+	once bool
+	// needs says why the case cannot run on this driver ("" when it can);
+	// the group's other cases still run.
+	needs func(p probe) string
+	run   func(w *world)
+}
+
+// group is one rule's case group.
+type group struct {
+	rule string
+	// needs says why the group cannot run on this driver ("" when it can).
+	needs func(p probe) string
+	cases []caseDef
+}
+
+// probe is what a fresh driver declares, read once before anything runs.
+type probe struct {
+	caps     drivers.Capabilities
+	together bool
+	store    bool // a simulated store backs the driver (ground truth)
+	real     bool
+	absent   bool // the suite can know a key is absent (store or MakeAbsent)
+	err      string
+}
+
+// finding is one violation seen in a world, before attribution.
+type finding struct {
+	rule string
+	text string
+}
+
+// ruleAcc accumulates one rule group's outcome.
+type ruleAcc struct {
+	cases      int
+	seeds      []uint64
+	violations []string
+	extra      int // violations beyond the kept ones
+	pairs      pairHits
+	ran        int
+	skipped    map[string]int // skip reason → runs
+	// notApplicable names the cases the driver's declaration rules out.
+	notApplicable []string
+}
+
+type certifier struct {
+	h      Harness
+	opts   Options
+	probe  probe
+	groups []*group
+	byRule map[string]*ruleAcc
+	order  []string // rule rows in report order
+	pairs  pairHits
+	gaps   []string
+	swarm  SwarmSummary
+}
+
+func newCertifier(h Harness, opts Options) *certifier {
+	c := &certifier{h: h, opts: opts.withDefaults(h), byRule: map[string]*ruleAcc{}}
+	c.groups = allGroups()
+	for _, g := range c.groups {
+		c.acc(g.rule)
+	}
+	return c
+}
+
+func (c *certifier) acc(rule string) *ruleAcc {
+	a := c.byRule[rule]
+	if a == nil {
+		a = &ruleAcc{skipped: map[string]int{}}
+		c.byRule[rule] = a
+		c.order = append(c.order, rule)
+	}
+	return a
+}
+
+func (c *certifier) selected(rule string) bool {
+	return len(c.opts.Rules) == 0 || slices.Contains(c.opts.Rules, rule)
+}
+
+func (c *certifier) run() {
+	c.probe = c.probeDriver()
+	if c.probe.err != "" {
+		return
+	}
+	for _, g := range c.groups {
+		if !c.selected(g.rule) {
+			continue
+		}
+		if why := g.needs(c.probe); why != "" {
+			c.acc(g.rule).skipped[why]++
+			continue
+		}
+		for i := range g.cases {
+			c.runCase(g, &g.cases[i])
+		}
+	}
+	c.runSwarm()
+}
+
+// probeDriver builds one driver to read its declaration.
+func (c *certifier) probeDriver() probe {
+	p := probe{real: c.h.RealTime}
+	if c.h.New == nil {
+		p.err = "the harness has no New function"
+		return p
+	}
+	var rt sim.Runtime
+	var closeRT func()
+	if c.h.RealTime {
+		r := realtime.New(c.opts.Seed)
+		rt, closeRT = r, r.Close
+	} else {
+		rt, closeRT = sim.New(sim.Options{Seed: c.opts.Seed}), func() {}
+	}
+	defer closeRT()
+	store, _ := memdriver.NewStore(memdriver.StoreOptions{})
+	if c.h.ExternalStore {
+		store = nil
+	}
+	d, err := safeNew(c.h, Env{RT: rt, Store: store, Name: "probe", Caps: c.requestCaps(nil)})
+	if err != nil {
+		p.err = "Harness.New failed: " + err.Error()
+		return p
+	}
+	p.caps = d.Capabilities()
+	_, p.together = d.(drivers.TogetherRegisterer)
+	p.store = store != nil
+	p.absent = p.store || c.h.MakeAbsent != nil
+	ctx, cancel := c.ctx()
+	defer cancel()
+	d.Shutdown(ctx)
+	return p
+}
+
+func safeNew(h Harness, env Env) (d drivers.Driver, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	d, err = h.New(env)
+	if err == nil && d == nil {
+		err = fmt.Errorf("it returned neither a driver nor an error")
+	}
+	return d, err
+}
+
+func (c *certifier) ctx() (context.Context, context.CancelFunc) {
+	if c.h.RealTime {
+		return context.WithTimeout(context.Background(), c.opts.Wait)
+	}
+	return context.WithCancel(context.Background())
+}
+
+// requestCaps is what Env.Caps asks for in a case.
+func (c *certifier) requestCaps(adjust func(drivers.Capabilities) drivers.Capabilities) drivers.Capabilities {
+	caps := c.h.Caps
+	if caps == (drivers.Capabilities{}) {
+		caps = memdriver.DefaultCaps
+	}
+	if adjust != nil {
+		caps = adjust(caps)
+	}
+	return caps
+}
+
+// runCase runs a case's directed run and its randomized runs.
+func (c *certifier) runCase(g *group, cs *caseDef) {
+	a := c.acc(g.rule)
+	if cs.needs != nil {
+		if why := cs.needs(c.probe); why != "" {
+			a.notApplicable = append(a.notApplicable, cs.name+": "+why)
+			return
+		}
+	}
+	c.runOne(g, cs, sim.SubSeed(c.opts.Seed, g.rule+"/"+cs.name), true)
+	a.cases++
+	if cs.once {
+		return
+	}
+	for i := range c.opts.Seeds {
+		seed := sim.SubSeed(c.opts.Seed, fmt.Sprintf("%s/%s/%d", g.rule, cs.name, i))
+		c.runOne(g, cs, seed, false)
+		a.seeds = append(a.seeds, seed)
+	}
+}
+
+// skipRun unwinds a case run that cannot exercise what it is about.
+type skipRun struct{ why string }
+
+func (c *certifier) runOne(g *group, cs *caseDef, seed uint64, directed bool) {
+	a := c.acc(g.rule)
+	w, err := newWorld(c, g, cs, seed, directed)
+	kind := "random"
+	if directed {
+		kind = "directed"
+	}
+	where := fmt.Sprintf("case %s/%s, %s seed %d", g.rule, cs.name, kind, seed)
+	if err != nil {
+		c.record(g.rule, g.rule, fmt.Sprintf("%s: cannot build the driver: %v", g.rule, err), where)
+		return
+	}
+	skipped := ""
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				if s, ok := r.(skipRun); ok {
+					skipped = s.why
+					return
+				}
+				w.fail(g.rule, "panic while running the case: %v", r)
+			}
+		}()
+		cs.run(w)
+	}()
+	for _, f := range w.finish() {
+		c.record(g.rule, f.rule, f.text, where)
+	}
+	c.gaps = append(c.gaps, w.gaps...)
+	hits := w.pc.snapshot()
+	a.pairs.add(hits)
+	c.pairs.add(hits)
+	if skipped != "" {
+		a.skipped[skipped]++
+		return
+	}
+	a.ran++
+}
+
+// aliases attributes the oracles' rules that are not driver rule groups:
+// a touch of released memory is an access the driver claimed had ended; a
+// hang is a call the driver never finished; the backend's lender rules
+// (swarm runs) follow from the evidence and results the driver gave.
+var aliases = map[string]string{
+	"S-NO-LATE-ACCESS": "D-ACCESS-END",
+	"liveness":         "D-SUB-3",
+	"S-RELEASE":        "D-ACCESS",
+	"S-MARKS":          "D-STATUS",
+	"S-HOLD":           "D-SHUT-1",
+	"B-SHUT":           "D-DRAIN-1",
+}
+
+// record attributes one violation: to the group its rule names, else by
+// alias, else to the group whose case found it.
+func (c *certifier) record(caseGroup, rule, text, where string) {
+	target := caseGroup
+	switch {
+	case c.isGroup(rule):
+		target = rule
+	case rule == "S-LIN":
+		target = "D-STATUS" // a row result the store model contradicts
+	case aliases[rule] != "":
+		target = aliases[rule]
+	}
+	a := c.acc(target)
+	if len(a.violations) >= 20 {
+		a.extra++
+		return
+	}
+	line := text + " (" + where + ")"
+	if !slices.Contains(a.violations, line) {
+		a.violations = append(a.violations, line)
+	}
+}
+
+func (c *certifier) isGroup(rule string) bool {
+	for _, g := range c.groups {
+		if g.rule == rule {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *certifier) repro(rule string) string {
+	if c.opts.Repro != nil {
+		return c.opts.Repro(rule)
+	}
+	return fmt.Sprintf("storesim certify --driver %s --rule %s", c.h.Name, rule)
+}
+
+func (c *certifier) report() Report {
+	r := Report{
+		Driver: c.h.Name, Version: c.opts.Version, Caps: c.probe.caps, Together: c.probe.together,
+		RealTime: c.h.RealTime, Seed: c.opts.Seed, Swarm: c.swarm,
+	}
+	if c.probe.err != "" {
+		r.Gaps = append(r.Gaps, "the driver could not be built: "+c.probe.err)
+	}
+	for _, rule := range c.order {
+		a := c.byRule[rule]
+		rr := RuleResult{Rule: rule, Cases: a.cases, Seeds: a.seeds, Violations: a.violations, Repro: c.repro(rule)}
+		if rr.Seeds == nil {
+			rr.Seeds = []uint64{}
+		}
+		if a.extra > 0 {
+			rr.Violations = append(rr.Violations, fmt.Sprintf("… and %d more", a.extra))
+		}
+		if a.pairs != (pairHits{}) {
+			for _, p := range a.pairs.list() {
+				if p.Hits > 0 {
+					rr.Pairs = append(rr.Pairs, p)
+				}
+			}
+		}
+		reasons := skipReasons(a.skipped)
+		switch {
+		case len(a.violations) > 0:
+			rr.Verdict = Fail
+			if a.ran == 0 && reasons != "" {
+				rr.Reason = "its own cases did not run (" + reasons + ") but violations were found elsewhere"
+			}
+		case c.probe.err != "":
+			rr.Verdict, rr.Reason = Skip, "the driver could not be built"
+		case !c.selected(rule):
+			rr.Verdict, rr.Reason = Skip, "not selected"
+		case a.ran == 0:
+			rr.Verdict, rr.Reason = Skip, reasons
+			if reasons == "" {
+				rr.Reason = strings.Join(a.notApplicable, "; ")
+			}
+		default:
+			rr.Verdict = Pass
+			if reasons != "" {
+				rr.Reason = "partly skipped: " + reasons
+			}
+		}
+		r.Rules = append(r.Rules, rr)
+	}
+	r.RacePairs = c.pairs.list()
+	if len(c.opts.Rules) == 0 && c.probe.err == "" {
+		for _, p := range r.RacePairs {
+			if p.Hits == 0 {
+				r.Gaps = append(r.Gaps, fmt.Sprintf("race pair %s was never exercised", p.Pair))
+			}
+		}
+	}
+	r.Gaps = append(r.Gaps, c.gaps...)
+	if r.Gaps == nil {
+		r.Gaps = []string{}
+	}
+	r.Certified = len(r.Failed()) == 0 && len(r.Gaps) == 0
+	return r
+}
+
+func skipReasons(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k
+		if m[k] > 1 {
+			parts[i] = fmt.Sprintf("%s (%d runs)", k, m[k])
+		}
+	}
+	return strings.Join(parts, "; ")
+}

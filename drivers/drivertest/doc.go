@@ -1,0 +1,75 @@
+// Package drivertest is storesim's conformance suite: it certifies that a
+// store driver keeps the driver contract of SPEC §2, in the manner of
+// testing/fstest.TestFS and go-cloud's drivertest.RunConformanceTests.
+//
+// A driver author hands the suite a [Harness] — a factory for fresh driver
+// instances, and optional hooks such as MakeAbsent for a real store — and
+// gets back a [Report]: per rule group a verdict (pass, fail with the
+// violations, skip with the reason), the directed cases and randomized seeds
+// that ran, and how often each dangerous race pair was exercised. [Certify]
+// is the core and needs no *testing.T (the CLI's `storesim certify` uses
+// it); [Run] is the go test entry point, one subtest per rule.
+//
+//	func TestConformance(t *testing.T) {
+//		drivertest.Run(t, drivertest.Harness{Name: "mine", New: func(env drivertest.Env) (drivers.Driver, error) {
+//			return mine.New(env.RT, env.Store), nil
+//		}})
+//	}
+//
+// # Rule groups
+//
+// There is one group per rule: D-GEOM, D-BATCH-KEYS, D-BATCH-VALID,
+// D-STATUS, D-MISS-HONEST, D-ACCESS, D-ACCESS-END, D-REG-1 … D-REG-6,
+// D-TOG-1 … D-TOG-4 and D-QUAR (when together-registration is offered),
+// D-LOOK-1/2, D-SUB-1 … D-SUB-6, D-CB-1 … D-CB-5, D-CAN-1/2, D-DRAIN-1/2,
+// D-SHUT-1/2 and capabilities ([Rules]). Each has directed cases that
+// provoke its rule, each case run once with fixed choices and then with
+// Options.Seeds seeds that draw the choices, the callback policy of the
+// scheduler and the interleavings. Every case run builds a fresh driver on
+// a fresh store, wraps it in the contract monitor (drivers/monitor) with the
+// history recorder (model) as observer, gives it arena memory (sim/arena),
+// shuts it down and then runs every oracle: the monitor's end-of-run
+// checks, the memory oracle, call liveness and S-LIN (porcupine), plus the
+// case's own checks. Cases use only the drivers.Driver interface (and
+// drivers.TogetherRegisterer), so any driver runs them.
+//
+// A violation counts against the group its rule names, wherever it was
+// found (a late write seen in a status case is D-ACCESS-END); oracle rules
+// that name no driver rule are attributed by a fixed table (a touch of
+// released memory is D-ACCESS-END, a hang D-SUB-3) or to the group whose
+// case found it (S-LIN).
+//
+// On top, a simulated driver runs a swarm of backend-driven workloads
+// through sim/harness (Options.Swarm per store profile), whose failures are
+// attributed the same way.
+//
+// # Capabilities and skips
+//
+// What the driver declares decides what runs: no together-registration, no
+// D-TOG/D-QUAR; CanPublish=false, no D-SUB-4/5; AbsentIsMiss=false, no
+// "absent is MISS" case. Cases that need a fault (a refused registration, a
+// failed close, an in-doubt rollback) ask for it through Env.Faults, which
+// the simulator's drivers inject; when it never happens (a real driver
+// ignores Env.Faults) the case is skipped with that reason. Skipped is not
+// failed, and not passed.
+//
+// # Race pairs
+//
+// A [PairCounter] — a monitor.Observer — counts how often each pair of
+// SPEC §6 was exercised: cancel vs completion, shutdown vs in-flight call,
+// unregister vs in-flight call, drain vs late callback, duplicate
+// registration, stale-handle close, repeated key in flight. A pair never hit
+// is a gap, and a report with a gap is not certified.
+//
+// # Real time
+//
+// With Harness.RealTime the cases run on sim/realtime with real waits
+// bounded by Options.Wait, the monitor probes locks and cancels with
+// drivers/monitor/realprobe, and a seed replays the workload, not the
+// interleaving. The backend-driven swarm is left out.
+//
+// # Testing the tester
+//
+// [Canary] is a driver the suite must always fail; package broken's drivers
+// each fail their own rule (pairing_test.go).
+package drivertest

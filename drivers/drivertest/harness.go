@@ -1,0 +1,120 @@
+package drivertest
+
+import (
+	"time"
+
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/registry"
+)
+
+// Env is what a fresh driver is built from: the runtime it must schedule
+// its work on, the simulated store (nil for a driver over a real store), the
+// capabilities the suite asks for (a simulated driver may honour them; a
+// real one declares its own, and the suite tests what it declares), the
+// fault mix to inject (honoured by the simulator's drivers, ignored by real
+// ones) and an instance name unique per runtime. It is registry.Env, so a
+// registry factory is a Harness factory.
+type Env = registry.Env
+
+// Harness is what a driver author hands the suite.
+type Harness struct {
+	// Name names the driver in the report ("memory", "broken:LostWakeup",
+	// "redis", …).
+	Name string
+	// New builds a fresh driver on the fresh store (or runtime) of env. Each
+	// case run calls it once; the suite shuts every driver down.
+	New func(env Env) (drivers.Driver, error)
+	// MakeAbsent, when set, deletes key from the store the driver talks to.
+	// For real stores it is how the suite knows a key is absent (honesty
+	// checks, D-MISS-HONEST, D-LOOK-2); without it and without a simulated
+	// store those checks are skipped.
+	MakeAbsent func(key string) error
+	// RealTime says the driver runs its own goroutines (a real driver). Its
+	// directed cases then run on sim/realtime with real waits bounded by
+	// Options.Wait; its randomized runs use the same monitor, oracles and
+	// porcupine model, but timing is real, so a seed replays the workload,
+	// not the interleaving. The backend-driven swarm of sim/harness runs
+	// only for simulated drivers.
+	RealTime bool
+	// ExternalStore says the driver talks to a store of its own (a real
+	// Redis, a cloud store): Env.Store is then nil, and what the suite
+	// knows of keys comes from MakeAbsent and from the driver's own answers.
+	// Without it every case gets a fresh simulated store (memdriver.Store),
+	// which is also the suite's ground truth.
+	ExternalStore bool
+	// Caps are the capabilities asked for in Env (zero: memdriver's
+	// defaults: 4 rows, AbsentIsMiss, both directions, cancel).
+	Caps drivers.Capabilities
+	// Evicting says the store may drop keys at any time (a real cache): a
+	// key then never counts as known present, and histories are checked
+	// against the evicting store model.
+	Evicting bool
+	_        struct{}
+}
+
+// Registered is the harness of a driver the registry knows ("memory",
+// "together", "broken:<Name>"): what `storesim certify --driver NAME` runs.
+func Registered(name string) Harness {
+	return Harness{Name: name, New: func(env Env) (drivers.Driver, error) { return registry.New(name, env) }}
+}
+
+// Options scale a certification.
+type Options struct {
+	// Seeds is the number of randomized runs of every case (0: 12; Short: 3;
+	// real-time drivers run a quarter of it, at least 1).
+	Seeds int
+	// Swarm is the number of backend-driven harness runs per store profile
+	// (0: 4×Seeds, at least 8; negative: none; real-time drivers: none).
+	Swarm int
+	// Short scales everything down for `go test -short`.
+	Short bool
+	// Seed is the base seed every run's seed derives from (0: 1).
+	Seed uint64
+	// Rules, when set, runs only these rule groups; the others are skipped
+	// ("not selected"). Race-pair gaps are then not judged.
+	Rules []string
+	// Wait bounds each real-time wait (0: 2 s).
+	Wait time.Duration
+	// Version is the storesim version the report states (0: [Version]).
+	Version string
+	// Repro, when set, is the command that reruns one rule group; the
+	// default is "storesim certify --driver NAME --rule RULE".
+	Repro func(rule string) string
+	_     struct{}
+}
+
+// Version is the storesim version a report states unless Options.Version
+// says otherwise; release builds set it with
+// -ldflags "-X github.com/storesim/storesim/drivers/drivertest.Version=v1.2.3".
+var Version = "devel"
+
+func (o Options) withDefaults(h Harness) Options {
+	if o.Seeds <= 0 {
+		o.Seeds = 12
+		if o.Short {
+			o.Seeds = 3
+		}
+	}
+	if h.RealTime {
+		o.Seeds = max(1, o.Seeds/4)
+	}
+	switch {
+	case o.Swarm == 0:
+		o.Swarm = max(8, 4*o.Seeds)
+	case o.Swarm < 0:
+		o.Swarm = 0
+	}
+	if h.RealTime {
+		o.Swarm = 0
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	if o.Wait <= 0 {
+		o.Wait = 2 * time.Second
+	}
+	if o.Version == "" {
+		o.Version = Version
+	}
+	return o
+}

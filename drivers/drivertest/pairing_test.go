@@ -1,0 +1,52 @@
+package drivertest
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/storesim/storesim/broken"
+)
+
+// TestPairing tests the tester: both reference drivers certify with no
+// failed rule and no gap, and every broken driver of SPEC §7 fails
+// certification on (at least) the rule its spec names.
+func TestPairing(t *testing.T) {
+	opts := Options{Short: testing.Short()}
+	for _, name := range []string{"memory", "together"} {
+		t.Run(name, func(t *testing.T) {
+			rep := Certify(Registered(name), opts)
+			if !rep.Certified {
+				t.Fatalf("reference driver %s is not certified:\n%s(repro: %s)", name, rep.Table(), reproOf(t))
+			}
+		})
+	}
+	for _, s := range broken.All() {
+		t.Run(string(s.Name), func(t *testing.T) {
+			rep := Certify(Registered(s.RegistryName()), opts)
+			failed := rep.Failed()
+			if rep.Certified {
+				t.Fatalf("%s (plants %q, breaks %s) was certified (repro: %s)", s.Name, s.Fault, s.Rule, reproOf(t))
+			}
+			if !slices.Contains(failed, s.Rule) && (s.Alt == "" || !slices.Contains(failed, s.Alt)) {
+				t.Fatalf("%s breaks %s, but the suite failed only %v (gaps %v) (repro: %s)", s.Name, s.Rule, failed, rep.Gaps, reproOf(t))
+			}
+			t.Logf("%s: %s → failed %s", s.Name, s.Rule, strings.Join(failed, " "))
+		})
+	}
+}
+
+// TestPairingTable prints which rules each broken driver fails (go test
+// -run TestPairingTable -v).
+func TestPairingTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("table only")
+	}
+	var b strings.Builder
+	for _, s := range broken.All() {
+		rep := Certify(Registered(s.RegistryName()), Options{})
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", s.Name, s.Rule, strings.Join(rep.Failed(), " "))
+	}
+	t.Logf("\n%s", b.String())
+}

@@ -1,0 +1,169 @@
+package drivertest
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/storesim/storesim/drivers"
+)
+
+// Verdict is a rule group's outcome.
+type Verdict string
+
+const (
+	Pass Verdict = "pass"
+	Fail Verdict = "fail"
+	// Skip: not run (a capability the driver does not declare, an optional
+	// interface it does not offer, a fault it cannot be made to show); the
+	// Reason says which. A skip is not a failure, and not a pass either.
+	Skip Verdict = "skip"
+)
+
+// Report is the certificate: per rule group a verdict, what ran and what
+// broke, the race pairs exercised and what was never exercised. Its JSON
+// field names are stable (the CLI prints it with --json).
+type Report struct {
+	Driver string `json:"driver"`
+	// Version is the storesim version that certified.
+	Version string `json:"version"`
+	// Caps is what the driver declared; Together says whether it offers
+	// together-registration (drivers.TogetherRegisterer).
+	Caps     drivers.Capabilities `json:"capabilities"`
+	Together bool                 `json:"together"`
+	RealTime bool                 `json:"real_time"`
+	// Seed is the base seed every run derived its seed from.
+	Seed  uint64       `json:"seed"`
+	Rules []RuleResult `json:"rules"`
+	// RacePairs counts how often each dangerous pair was exercised, in a
+	// fixed order; a pair never hit is a gap.
+	RacePairs []PairCount `json:"race_pairs"`
+	// Swarm sums up the backend-driven randomized runs (sim/harness).
+	Swarm SwarmSummary `json:"swarm"`
+	// Gaps name what the certification could not show: a race pair never
+	// exercised, a randomized run whose check timed out or could not be set
+	// up. A report with a gap is not certified.
+	Gaps []string `json:"gaps"`
+	// Certified: no rule failed and there is no gap.
+	Certified bool `json:"certified"`
+}
+
+// RuleResult is one rule group's outcome.
+type RuleResult struct {
+	Rule    string  `json:"rule"`
+	Verdict Verdict `json:"verdict"`
+	// Reason: why it was skipped, or what part of it could not run.
+	Reason string `json:"reason,omitempty"`
+	// Cases counts the directed case runs; Seeds are the seeds of the
+	// randomized runs of the group's cases.
+	Cases int      `json:"cases"`
+	Seeds []uint64 `json:"seeds"`
+	// Violations found anywhere in the certification that name this rule
+	// (at most 20, then a count), each with the case and seed that found it.
+	Violations []string `json:"violations,omitempty"`
+	// Pairs are the race pairs the group's cases exercised.
+	Pairs []PairCount `json:"race_pairs,omitempty"`
+	// Repro reruns the group.
+	Repro string `json:"repro"`
+}
+
+// PairCount is how often one race pair was exercised.
+type PairCount struct {
+	Pair string `json:"pair"`
+	Hits int    `json:"hits"`
+}
+
+// SwarmSummary describes the backend-driven randomized runs.
+type SwarmSummary struct {
+	Runs     int      `json:"runs"`
+	Profiles []string `json:"profiles"`
+	Seeds    []uint64 `json:"seeds"`
+	Failed   int      `json:"failed"`
+	Note     string   `json:"note,omitempty"`
+}
+
+// Rule returns the result of one rule group.
+func (r *Report) Rule(rule string) (RuleResult, bool) {
+	for _, rr := range r.Rules {
+		if rr.Rule == rule {
+			return rr, true
+		}
+	}
+	return RuleResult{}, false
+}
+
+// Failed lists the rule groups that failed, in table order.
+func (r *Report) Failed() []string {
+	var out []string
+	for _, rr := range r.Rules {
+		if rr.Verdict == Fail {
+			out = append(out, rr.Rule)
+		}
+	}
+	return out
+}
+
+// Table prints one line per rule group — rule, verdict, directed cases,
+// randomized seeds, race pairs exercised — then the race-pair totals, the
+// gaps and the verdict.
+func (r *Report) Table() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "driver %s (storesim %s, seed %d)\n", r.Driver, r.Version, r.Seed)
+	fmt.Fprintf(&b, "capabilities: MaxRowsPerOp=%d AbsentIsMiss=%v CanFetch=%v CanPublish=%v CanCancel=%v together=%v real-time=%v\n",
+		r.Caps.MaxRowsPerOp, r.Caps.AbsentIsMiss, r.Caps.CanFetch, r.Caps.CanPublish, r.Caps.CanCancel, r.Together, r.RealTime)
+	fmt.Fprintf(&b, "%-15s %-7s %5s %5s  %s\n", "RULE", "VERDICT", "CASES", "SEEDS", "RACE PAIRS / REASON")
+	for _, rr := range r.Rules {
+		extra := pairsText(rr.Pairs)
+		if rr.Verdict == Skip || (rr.Reason != "" && extra == "-") {
+			extra = rr.Reason
+		}
+		fmt.Fprintf(&b, "%-15s %-7s %5d %5d  %s\n", rr.Rule, rr.Verdict, rr.Cases, len(rr.Seeds), extra)
+		for i, v := range rr.Violations {
+			if i == 3 {
+				fmt.Fprintf(&b, "    … %d more (see --json)\n", len(rr.Violations)-i)
+				break
+			}
+			fmt.Fprintf(&b, "    %s\n", v)
+		}
+		if rr.Verdict == Fail {
+			fmt.Fprintf(&b, "    repro: %s\n", rr.Repro)
+		}
+	}
+	fmt.Fprintf(&b, "swarm: %d backend-driven runs (%s), %d failed", r.Swarm.Runs, strings.Join(r.Swarm.Profiles, ", "), r.Swarm.Failed)
+	if r.Swarm.Note != "" {
+		fmt.Fprintf(&b, " — %s", r.Swarm.Note)
+	}
+	b.WriteString("\nrace pairs:")
+	for _, p := range r.RacePairs {
+		fmt.Fprintf(&b, " %s=%d", p.Pair, p.Hits)
+	}
+	b.WriteString("\n")
+	for _, g := range r.Gaps {
+		fmt.Fprintf(&b, "gap: %s\n", g)
+	}
+	fmt.Fprintf(&b, "certified: %v", r.Certified)
+	if !r.Certified {
+		var why []string
+		if f := r.Failed(); len(f) > 0 {
+			why = append(why, "failed "+strings.Join(f, " "))
+		}
+		if len(r.Gaps) > 0 {
+			why = append(why, fmt.Sprintf("%d gap(s)", len(r.Gaps)))
+		}
+		fmt.Fprintf(&b, " (%s)", strings.Join(why, "; "))
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+func pairsText(ps []PairCount) string {
+	var parts []string
+	for _, p := range ps {
+		if p.Hits > 0 {
+			parts = append(parts, fmt.Sprintf("%s×%d", p.Pair, p.Hits))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,723 @@
+package drivertest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/memdriver"
+	"github.com/storesim/storesim/drivers/monitor"
+	"github.com/storesim/storesim/drivers/monitor/realprobe"
+	"github.com/storesim/storesim/model"
+	"github.com/storesim/storesim/sim"
+	"github.com/storesim/storesim/sim/arena"
+	"github.com/storesim/storesim/sim/realtime"
+)
+
+// world is one case run: a fresh driver on a fresh store (or a real one),
+// wrapped in the contract monitor with the history recorder and a race-pair
+// counter as observers, arena memory whose every touch is logged, and the
+// helpers the cases use. Cases reach the driver only through the
+// drivers.Driver interface (and drivers.TogetherRegisterer), so they run
+// on any driver; on the simulator they step the scheduler, in real time
+// they wait, bounded by Options.Wait.
+type world struct {
+	c        *certifier
+	g        *group
+	cs       *caseDef
+	seed     uint64
+	directed bool
+	rnd      *sim.Rand
+
+	sched  *sim.Scheduler     // simulated runs
+	rtr    *realtime.Runtime  // real-time runs
+	rt     sim.Runtime        // whichever of the two
+	store  *memdriver.Store   // nil for a real store
+	faults memdriver.FaultMix // what the driver was asked to inject
+
+	raw  drivers.Driver
+	mon  *monitor.Monitor
+	d    drivers.Driver // the monitored driver
+	tog  drivers.TogetherRegisterer
+	caps drivers.Capabilities
+	rec  *model.Recorder
+	pc   *PairCounter
+
+	kick        chan struct{}
+	lastKick    atomic.Int64 // runtime time of the last callback (real time)
+	reactQueued atomic.Bool
+	touches     atomic.Int64
+
+	mu         sync.Mutex
+	arenas     []*arena.Arena
+	byHandle   map[drivers.Handle]*arena.Arena
+	next       map[*arena.Arena]int // next free slot
+	calls      []*callT
+	pubOpen    map[string]int    // publishes of a key not yet ENDED (or escaped): truth unknown
+	fetchOpen  map[string]int    // fetches of a key not yet ENDED
+	tainted    map[string]bool   // a fetch and a publish of the key overlapped: unknown until both end
+	objects    map[string][]byte // real stores: what is known stored (nil value: present, content unknown)
+	absent     map[string]bool   // real stores: known absent
+	unknown    map[string]bool   // real stores: a publish may or may not have landed
+	onEnded    func(ct *callT)   // case hook, run once per call when its access is ENDED
+	onReact    func()            // case hook, run after every callback (on the runtime)
+	draining   bool              // re-poll Drain from callbacks until done
+	drainDone  bool
+	shut       bool
+	findings   []finding
+	extPuts    bool     // objects were put behind the recorder's back: skip S-LIN
+	gaps       []string // checks that could not conclude (a timed-out S-LIN)
+	nkey       int
+	reactDepth int
+}
+
+// callT is one Submit as the world tracks it.
+type callT struct {
+	w       *world
+	b       drivers.RowBatch
+	c       drivers.Call // the monitor's call
+	err     error
+	content [][]byte // PUBLISH: the bytes of each row
+	changes atomic.Int64
+	ended   bool // access ENDED seen by react
+}
+
+const maxSimSteps = 500_000
+
+// linTimeout bounds one case run's S-LIN check; a timeout is a gap.
+const linTimeout = 5 * time.Second
+
+func newWorld(c *certifier, g *group, cs *caseDef, seed uint64, directed bool) (*world, error) {
+	w := &world{
+		c: c, g: g, cs: cs, seed: seed, directed: directed,
+		rnd:  sim.NewRand(sim.SubSeed(seed, "drivertest/case")),
+		kick: make(chan struct{}, 1), faults: cs.faults,
+		byHandle: map[drivers.Handle]*arena.Arena{}, next: map[*arena.Arena]int{},
+		pubOpen: map[string]int{}, fetchOpen: map[string]int{}, tainted: map[string]bool{}, objects: map[string][]byte{}, absent: map[string]bool{}, unknown: map[string]bool{},
+		pc: NewPairCounter(),
+	}
+	if c.h.RealTime {
+		w.rtr = realtime.New(seed)
+		w.rt = w.rtr
+	} else {
+		w.sched = sim.New(schedOptions(seed, directed))
+		w.rt = w.sched
+	}
+	if !c.h.ExternalStore {
+		st, err := memdriver.NewStore(memdriver.StoreOptions{OnEvent: w.storeEvent})
+		if err != nil {
+			return nil, err
+		}
+		w.store = st
+	}
+	w.rec = model.NewRecorder(model.RecorderOptions{Seed: seed})
+	raw, err := safeNew(c.h, Env{RT: w.rt, Store: w.store, Name: "dt", Caps: c.requestCaps(cs.caps), Faults: cs.faults})
+	if err != nil {
+		if w.rtr != nil {
+			w.rtr.Close()
+		}
+		return nil, err
+	}
+	w.raw = raw
+	if f, ok := raw.(interface{ Faults() memdriver.FaultMix }); ok {
+		w.faults = f.Faults() // what it really injects (a driver may raise rates)
+	}
+	opts := monitor.Options{Clock: w.rt, Seed: seed, Observers: []monitor.Observer{w.rec, w.pc}, Truth: w.truth}
+	// Without AbsentIsMiss a FETCH of an absent key may FAULT (the driver
+	// promises nothing about absent keys), so FAULT is then excused like an
+	// injected fault; the monitor's D-MISS-HONEST check does not look at the
+	// declaration itself.
+	injected := w.injectsRowFaults() || !raw.Capabilities().AbsentIsMiss
+	opts.Injected = func(drivers.CallID, int) bool { return injected }
+	_, prober := raw.(monitor.LockProber)
+	switch {
+	case c.h.RealTime:
+		opts.LockProbe = realprobe.LockProbe(0)
+		opts.CancelBound = realprobe.Stopwatch(0)
+	case !prober:
+		// A simulated driver that calls back under its lock would deadlock
+		// the monitor's read; the bounded probe turns that into D-CB-4.
+		opts.LockProbe = realprobe.LockProbe(0)
+	}
+	w.mon = monitor.Wrap(raw, opts)
+	w.d = w.mon.Driver()
+	w.tog, _ = w.d.(drivers.TogetherRegisterer)
+	w.caps = w.mon.Capabilities()
+	return w, nil
+}
+
+// schedOptions: the directed run uses a fixed, mild callback policy; each
+// randomized run draws delay and coalescing from its seed, as the harness
+// does, so the interleavings differ too.
+func schedOptions(seed uint64, directed bool) sim.Options {
+	if directed {
+		return sim.Options{Seed: seed, MaxWakeDelay: 3 * time.Microsecond, CoalesceChance: 0.3}
+	}
+	r := sim.NewRand(sim.SubSeed(seed, "drivertest/scheduler"))
+	delays := []time.Duration{0, 2 * time.Microsecond, 20 * time.Microsecond, 200 * time.Microsecond}
+	return sim.Options{Seed: seed, MaxWakeDelay: delays[r.Intn(len(delays))], CoalesceChance: []float64{0, 0.2, 0.6}[r.Intn(3)]}
+}
+
+// injectsRowFaults: the mix can turn a row FAULT, so a FAULT of an absent
+// key is not by itself dishonest.
+func (w *world) injectsRowFaults() bool {
+	f := w.faults
+	return f.RowFault > 0 || f.ErrorBefore > 0 || f.ErrorAfter > 0 || f.WrongLength > 0 || f.Timeout > 0 || f.NeverEnds > 0
+}
+
+func (w *world) storeEvent(e memdriver.StoreEvent) {
+	if e.Kind == memdriver.EventPut && e.By.Driver == "dt" {
+		w.rec.Put(w.rt.Now(), e.By.Call, e.By.Row, e.Key)
+	}
+}
+
+// fail records a violation the case itself found.
+func (w *world) fail(rule, format string, args ...any) {
+	w.mu.Lock()
+	w.findings = append(w.findings, finding{rule: rule, text: rule + ": " + fmt.Sprintf(format, args...)})
+	w.mu.Unlock()
+}
+
+// skip ends the run as not exercised, with the reason.
+func (w *world) skip(format string, args ...any) { panic(skipRun{fmt.Sprintf(format, args...)}) }
+
+// pick is a choice: the directed run takes dflt, randomized runs draw in
+// [0, n).
+func (w *world) pick(n, dflt int) int {
+	if w.directed || n <= 1 {
+		return dflt
+	}
+	return w.rnd.Intn(n)
+}
+
+// chance is a coin: the directed run takes dflt.
+func (w *world) chance(p float64, dflt bool) bool {
+	if w.directed {
+		return dflt
+	}
+	return w.rnd.Chance(p)
+}
+
+// key returns a fresh key; on a real store it is made absent first when
+// the harness can.
+func (w *world) key() string {
+	w.mu.Lock()
+	w.nkey++
+	k := fmt.Sprintf("storesim-drivertest/%016x/k%d", w.seed, w.nkey)
+	w.mu.Unlock()
+	if w.store == nil && w.c.h.MakeAbsent != nil {
+		if err := w.c.h.MakeAbsent(k); err != nil {
+			w.skip("Harness.MakeAbsent failed: %v", err)
+		}
+		w.mu.Lock()
+		w.absent[k] = true
+		w.mu.Unlock()
+	}
+	return k
+}
+
+func (w *world) keys(n int) []string {
+	ks := make([]string, n)
+	for i := range ks {
+		ks[i] = w.key()
+	}
+	return ks
+}
+
+// truth is the monitor's Options.Truth and the cases' ground truth:
+// whether key is present, and whether that is known for sure.
+func (w *world) truth(key string) (present, known bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.truthLocked(key)
+}
+
+func (w *world) truthLocked(key string) (present, known bool) {
+	// A FETCH racing a PUBLISH of its key may linearize before or after it:
+	// what the store holds now says nothing about what that FETCH saw.
+	if w.pubOpen[key] > 0 || w.tainted[key] {
+		return false, false
+	}
+	if w.store != nil {
+		return w.store.Has(key), !w.store.Evicting()
+	}
+	switch {
+	case w.unknown[key]:
+		return false, false
+	case w.absent[key]:
+		return false, true
+	}
+	if _, ok := w.objects[key]; ok {
+		return true, !w.c.h.Evicting
+	}
+	return false, false
+}
+
+// object is the content the store holds under key, when known.
+func (w *world) object(key string) ([]byte, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if present, known := w.truthLocked(key); !known || !present {
+		return nil, false
+	}
+	if w.store != nil {
+		return w.store.Get(key)
+	}
+	obj := w.objects[key]
+	return obj, obj != nil
+}
+
+// arena makes region memory: every slot lent (so a touch of it is legal
+// until the case releases it), every touch logged for the memory oracle.
+func (w *world) arena(label string, slots, slotBytes int) *arena.Arena {
+	a := arena.New(label, slots, slotBytes, arena.Options{Clock: w.rt, OnTouch: w.onTouch})
+	for i := range slots {
+		a.Lend(i, 1)
+	}
+	w.mu.Lock()
+	w.arenas = append(w.arenas, a)
+	w.mu.Unlock()
+	return a
+}
+
+func (w *world) onTouch(t arena.Touch) {
+	w.touches.Add(1)
+	w.rec.OnTouch(t)
+}
+
+// slots hands out n fresh slots of a.
+func (w *world) slots(a *arena.Arena, n int) []int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	first := w.next[a]
+	if first+n > a.Region().Slots {
+		panic(fmt.Sprintf("drivertest: case %s ran out of slots in region %s", w.cs.name, a.Label()))
+	}
+	w.next[a] = first + n
+	out := make([]int, n)
+	for i := range out {
+		out[i] = first + i
+	}
+	return out
+}
+
+// register registers a through the monitor; ok reports success.
+func (w *world) register(a *arena.Arena) (drivers.Handle, error) {
+	return w.registerRegion(a.Region(), a)
+}
+
+func (w *world) registerRegion(r drivers.Region, a *arena.Arena) (drivers.Handle, error) {
+	w.pc.Registering(r)
+	h, err := w.d.Register(r)
+	if err == nil && a != nil {
+		w.mu.Lock()
+		w.byHandle[h] = a
+		w.mu.Unlock()
+	}
+	return h, err
+}
+
+// mustRegister registers a, retrying store refusals (legal, and injected
+// by some fault mixes), or ends the run as not exercised.
+func (w *world) mustRegister(a *arena.Arena) drivers.Handle {
+	var err error
+	for range 8 {
+		var h drivers.Handle
+		if h, err = w.register(a); err == nil {
+			return h
+		}
+	}
+	w.skip("registering a fresh region was refused 8 times (last: %v)", err)
+	return 0
+}
+
+func (w *world) unregister(h drivers.Handle) error {
+	w.pc.Unregistering(h)
+	return w.d.Unregister(h)
+}
+
+func (w *world) registerTogether(as []*arena.Arena) ([]drivers.Handle, error) {
+	rs := make([]drivers.Region, len(as))
+	for i, a := range as {
+		rs[i] = a.Region()
+		w.pc.Registering(rs[i])
+	}
+	hs, err := w.tog.RegisterTogether(rs)
+	if err == nil {
+		w.mu.Lock()
+		for i, h := range hs {
+			if i < len(as) {
+				w.byHandle[h] = as[i]
+			}
+		}
+		w.mu.Unlock()
+	}
+	return hs, err
+}
+
+func (w *world) unregisterTogether(hs []drivers.Handle) error {
+	for _, h := range hs {
+		w.pc.Unregistering(h)
+	}
+	return w.tog.UnregisterTogether(hs)
+}
+
+// rows builds a batch's rows on fresh slots of a (registered as h).
+func (w *world) rows(a *arena.Arena, h drivers.Handle, keys ...string) []drivers.Row {
+	slots := w.slots(a, len(keys))
+	rs := make([]drivers.Row, len(keys))
+	for i, k := range keys {
+		rs[i] = drivers.Row{Key: k, Handle: h, Slot: slots[i], Position: i}
+	}
+	return rs
+}
+
+// content is a fresh, unique object of n bytes.
+func (w *world) content(n int) []byte {
+	w.mu.Lock()
+	w.nkey++
+	g := sim.NewRand(sim.Mix(w.seed, uint64(w.nkey)<<8|0x5A))
+	w.mu.Unlock()
+	b := make([]byte, n)
+	for i := 0; i < n; i += 8 {
+		v := g.Uint64()
+		for j := 0; j < 8 && i+j < n; j++ {
+			b[i+j] = byte(v >> (8 * j))
+		}
+	}
+	return b
+}
+
+// submit fills PUBLISH slots with fresh content and submits the batch
+// through the monitor. A refused submit is returned with err set.
+func (w *world) submit(dir drivers.Direction, rows []drivers.Row) *callT {
+	ct := &callT{w: w, b: drivers.RowBatch{Dir: dir, Rows: rows}}
+	if dir == drivers.Publish {
+		ct.content = make([][]byte, len(rows))
+		for i, r := range rows {
+			if a := w.arenaOf(r.Handle); a != nil && r.Slot >= 0 && r.Slot < a.Region().Slots {
+				ct.content[i] = w.content(a.Region().SlotBytes)
+				a.Fill(r.Slot, ct.content[i])
+			}
+		}
+	}
+	w.open(ct.b, +1)
+	c, err := w.d.Submit(ct.b, ct.onChange)
+	ct.c, ct.err = c, err
+	if err != nil {
+		escaped := !errors.Is(err, drivers.ErrInvalidSubmission) && !errors.Is(err, drivers.ErrClosed) && !errors.Is(err, drivers.ErrRejected)
+		if !escaped {
+			w.open(ct.b, -1)
+		} else if dir == drivers.Publish {
+			w.mu.Lock()
+			for _, r := range rows {
+				w.unknown[r.Key] = true // D-SUB-2: it may have escaped, forever (the key stays open)
+			}
+			w.mu.Unlock()
+		}
+		return ct
+	}
+	w.mu.Lock()
+	w.calls = append(w.calls, ct)
+	w.mu.Unlock()
+	return ct
+}
+
+func (w *world) arenaOf(h drivers.Handle) *arena.Arena {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.byHandle[h]
+}
+
+// onChange is what the driver calls back: record and wake, never re-enter
+// the driver (D-CB-4); the reaction runs later on the runtime.
+func (ct *callT) onChange() {
+	ct.changes.Add(1)
+	ct.w.poke()
+}
+
+func (w *world) poke() {
+	w.lastKick.Store(int64(w.rt.Now()))
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+	if w.reactQueued.CompareAndSwap(false, true) {
+		w.rt.Post("drivertest react", w.react)
+	}
+}
+
+// react runs on the runtime after callbacks: it notices calls whose access
+// became ENDED (publish truth, the case's onEnded hook) and re-polls a
+// drain in progress, as a backend would.
+func (w *world) react() {
+	w.reactQueued.Store(false)
+	w.mu.Lock()
+	calls := append([]*callT(nil), w.calls...)
+	onEnded, onReact, draining := w.onEnded, w.onReact, w.draining && !w.drainDone
+	w.mu.Unlock()
+	for _, ct := range calls {
+		if ct.ended {
+			continue
+		}
+		// Results first: the monitor then reports rows final (and the
+		// recorder reads FETCH slots) before anything reacts to ENDED.
+		res := ct.c.Results()
+		if ct.c.Access() != drivers.AccessEnded {
+			continue
+		}
+		ct.ended = true
+		w.ended(ct, res)
+		if onEnded != nil {
+			onEnded(ct)
+		}
+	}
+	if draining {
+		if st := w.drain(); st.Done {
+			w.mu.Lock()
+			w.drainDone = true
+			w.mu.Unlock()
+		}
+	}
+	if onReact != nil {
+		onReact()
+	}
+}
+
+// ended updates what is known of the store after a call's access ENDED.
+func (w *world) ended(ct *callT, res []drivers.Status) {
+	w.open(ct.b, -1)
+	if ct.b.Dir != drivers.Publish {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, r := range ct.b.Rows {
+		if w.store != nil || i >= len(res) {
+			continue
+		}
+		switch res[i] {
+		case drivers.OK:
+			if w.absent[r.Key] && w.pubOpen[r.Key] == 0 && !w.unknown[r.Key] {
+				w.objects[r.Key] = ct.content[i]
+			} else if _, ok := w.objects[r.Key]; !ok {
+				w.objects[r.Key] = nil
+			}
+			delete(w.absent, r.Key)
+			delete(w.unknown, r.Key)
+		case drivers.Fault, drivers.Pending:
+			if _, ok := w.objects[r.Key]; !ok {
+				w.unknown[r.Key] = true
+				delete(w.absent, r.Key)
+			}
+		}
+	}
+}
+
+// open counts a batch's keys as in flight (+1) or done (-1), and taints a
+// key whose FETCH and PUBLISH overlap.
+func (w *world) open(b drivers.RowBatch, delta int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range b.Rows {
+		mine, other := w.fetchOpen, w.pubOpen
+		if b.Dir == drivers.Publish {
+			mine, other = w.pubOpen, w.fetchOpen
+		}
+		mine[r.Key] += delta
+		if delta > 0 && other[r.Key] > 0 {
+			w.tainted[r.Key] = true
+		}
+		if w.pubOpen[r.Key] <= 0 && w.fetchOpen[r.Key] <= 0 {
+			delete(w.tainted, r.Key)
+		}
+	}
+}
+
+// drain calls Drain through the monitor and tells the pair counter.
+func (w *world) drain() drivers.DrainStatus {
+	st := w.d.Drain()
+	w.pc.Drained(st)
+	return st
+}
+
+// startDrain drains once and keeps re-polling from callbacks until done.
+func (w *world) startDrain() drivers.DrainStatus {
+	st := w.drain()
+	w.mu.Lock()
+	w.draining, w.drainDone = true, st.Done
+	w.mu.Unlock()
+	return st
+}
+
+func (w *world) drained() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.drainDone
+}
+
+// shutdown calls Shutdown through the monitor.
+func (w *world) shutdown() []string {
+	w.pc.ShuttingDown()
+	ctx, cancel := w.c.ctx()
+	defer cancel()
+	labels := w.d.Shutdown(ctx)
+	w.mu.Lock()
+	w.shut = true
+	w.mu.Unlock()
+	return labels
+}
+
+// step runs one scheduler event (simulated) or waits a little (real time).
+func (w *world) step() bool {
+	if w.sched != nil {
+		return w.sched.Step()
+	}
+	w.pause(time.Millisecond)
+	return true
+}
+
+// until steps (or waits, bounded) until cond holds.
+func (w *world) until(cond func() bool) bool {
+	if w.sched != nil {
+		for range maxSimSteps {
+			if cond() {
+				return true
+			}
+			if !w.sched.Step() {
+				return cond()
+			}
+		}
+		return cond()
+	}
+	deadline := w.rt.Now() + w.c.opts.Wait
+	for !cond() {
+		if w.rt.Now() > deadline {
+			return false
+		}
+		w.pause(time.Millisecond)
+	}
+	return true
+}
+
+func (w *world) pause(d time.Duration) {
+	ch := make(chan struct{})
+	t := w.rt.After(d, "drivertest poll", func() { close(ch) })
+	select {
+	case <-ch:
+	case <-w.kick:
+		t.Stop()
+	}
+}
+
+// runFor lets d of (virtual or real) time pass.
+func (w *world) runFor(d time.Duration) {
+	if w.sched != nil {
+		w.sched.RunUntil(w.sched.Now() + d)
+		return
+	}
+	end := w.rt.Now() + d
+	for w.rt.Now() < end {
+		w.pause(end - w.rt.Now())
+	}
+}
+
+// settle runs until every accepted call has access evidence (and, on the
+// simulator, nothing is runnable). It reports whether they all have.
+func (w *world) settle() bool {
+	if w.sched != nil {
+		_ = w.sched.RunUntilIdle(maxSimSteps)
+		return w.allEvidenced()
+	}
+	// Real time has no "nothing runnable": a driver that has not called back
+	// for quietFor is taken as quiet (a call that never ends stays pending).
+	w.lastKick.Store(int64(w.rt.Now()))
+	w.until(func() bool {
+		return (w.allEvidenced() && !w.reactQueued.Load()) || w.rt.Now()-time.Duration(w.lastKick.Load()) > quietFor
+	})
+	return w.allEvidenced()
+}
+
+// quietFor is how long a real-time driver may stay silent before a settle
+// takes it as quiet.
+const quietFor = 200 * time.Millisecond
+
+func (w *world) allEvidenced() bool {
+	w.mu.Lock()
+	calls := append([]*callT(nil), w.calls...)
+	w.mu.Unlock()
+	for _, ct := range calls {
+		if !ct.c.Access().Evidenced() {
+			return false
+		}
+	}
+	return true
+}
+
+// finish shuts the driver down (if the case did not), lets late events
+// run, and collects every check: the monitor's end-of-run checks, the
+// memory oracle, call liveness, S-LIN over the recorded history, and what
+// the case found itself.
+func (w *world) finish() (out []finding) {
+	defer func() {
+		if r := recover(); r != nil {
+			out = append(out, finding{rule: w.g.rule, text: fmt.Sprintf("%s: panic while shutting the driver down: %v", w.g.rule, r)})
+		}
+		if w.rtr != nil {
+			w.rtr.Close()
+		}
+	}()
+	w.mu.Lock()
+	w.onEnded, w.onReact, w.draining = nil, nil, false
+	shut := w.shut
+	w.mu.Unlock()
+	if !shut {
+		w.shutdown()
+	}
+	idle := true
+	if w.sched != nil {
+		idle = w.sched.RunUntilIdle(maxSimSteps) == nil
+	} else {
+		w.runFor(20 * time.Millisecond) // room for a callback after Shutdown (D-CB-5)
+	}
+	add := func(rule, text string) { out = append(out, finding{rule: rule, text: text}) }
+	for _, v := range w.mon.Finish() {
+		add(v.Rule, v.String())
+	}
+	for _, v := range w.rec.MemoryViolations(w.arenas...) {
+		add(v.Rule, v.String())
+	}
+	if idle {
+		for _, v := range w.rec.LivenessViolations(w.rt.Now()) {
+			add(v.Rule, v.String())
+		}
+	}
+	w.mu.Lock()
+	out = append(out, w.findings...)
+	w.mu.Unlock()
+	// S-LIN last, and only when nothing else failed: a violating history
+	// with many operations on one key is what makes porcupine slow
+	// (PERF-NOTES), and the run has already failed.
+	if !w.extPuts && len(out) == 0 {
+		profile := model.Durable
+		if w.c.h.Evicting {
+			profile = model.Evicting
+		}
+		res := model.Check(w.rec.History(), profile, linTimeout)
+		for _, v := range res.Violations(w.seed) {
+			add(v.Rule, v.String())
+		}
+		switch {
+		case res.Err != nil:
+			add("S-LIN", "S-LIN: the history could not be checked: "+res.Err.Error())
+		case res.Outcome == porcupine.Unknown:
+			w.gaps = append(w.gaps, fmt.Sprintf("the S-LIN check of case %s/%s seed %d timed out after %v", w.g.rule, w.cs.name, w.seed, linTimeout))
+		}
+	}
+	return out
+}
