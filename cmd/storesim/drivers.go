@@ -1,0 +1,23 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/storesim/storesim/drivers/registry"
+)
+
+const redisScheme = "redis://"
+
+func driversCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintf(stderr, "storesim drivers: takes no arguments, got %q\n", args)
+		return exitUsage
+	}
+	for _, n := range registry.Names() {
+		fmt.Fprintln(stdout, n)
+	}
+	fmt.Fprintln(stdout, "# also redis://HOST:PORT (a real Redis or Valkey server): accepted by certify; run, replay, shrink and scenario simulate their drivers and refuse it")
+	return exitPass
+}
