@@ -1,0 +1,258 @@
+// Command realhunt takes the wall-clock measurements of the bug zoo for
+// scripts/zoo.sh (it lives under a /real path because it reads the clock and
+// runs child processes):
+//
+//	realhunt swarm -starts 0,10000,… -limit N [-storesim BIN]  # in a -tags zoo_<name> build
+//	realhunt naive -budget 20s                                 # in a -race -tags zoo_<name> build
+//	realhunt render -in results.jsonl                          # writes docs/ZOO.md to stdout
+//	realhunt list                                              # every bug: name caught|escape
+//
+// swarm and naive print one JSON line (zootest.SwarmRecord,
+// zootest.NaiveRecord) for the bug compiled in. naive runs the stress test in
+// a child process of itself, so a panic on the runtime's executor or a -race
+// report (GORACE=halt_on_error=1, exit status 66) is timed and classified
+// instead of killing the measurement.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/storesim/storesim/backend"
+	"github.com/storesim/storesim/backend/zootest"
+	"github.com/storesim/storesim/backend/zootest/realstress"
+	"github.com/storesim/storesim/sim/harness"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	var err error
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "swarm":
+		err = swarm(args)
+	case "naive":
+		err = naive(args)
+	case "naive-child":
+		err = naiveChild(args)
+	case "render":
+		err = render(args)
+	case "list":
+		for _, b := range zootest.Bugs {
+			kind := "escape"
+			if b.Caught() {
+				kind = "caught"
+			}
+			fmt.Println(b.Name, kind)
+		}
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "realhunt:", err)
+		os.Exit(2)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: realhunt swarm|naive|render [flags] (see the package doc)")
+	os.Exit(2)
+}
+
+func emit(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Println(string(b))
+	return err
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func planted() (string, error) {
+	if backend.ZooBug() == "" {
+		return "", errors.New("no planted bug in this build: build with -tags zoo_<name>")
+	}
+	return backend.ZooBug(), nil
+}
+
+func swarm(args []string) error {
+	fs := flag.NewFlagSet("swarm", flag.ExitOnError)
+	starts := fs.String("starts", "0,10000,20000,30000,40000", "start seeds, one hunt each")
+	limit := fs.Uint64("limit", 2000, "seeds per hunt at most")
+	ss := fs.String("storesim", "", "a storesim binary of the same build: shrink the first hunt's failing seed with it")
+	shrinkTime := fs.Duration("shrink-time", 20*time.Second, "storesim shrink --time")
+	fs.Parse(args)
+	bug, err := planted()
+	if err != nil {
+		return err
+	}
+	rec := zootest.SwarmRecord{Kind: "swarm", Bug: bug, Limit: *limit}
+	// Warm the process up (allocator, first porcupine check) on a seed far
+	// from every hunt, so the first hunt is not charged for it.
+	zootest.HuntSwarm(1<<40, 3, harness.Config{})
+	for _, f := range strings.Split(*starts, ",") {
+		start, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+		if err != nil {
+			return fmt.Errorf("-starts: %w", err)
+		}
+		t0 := time.Now()
+		h := zootest.HuntSwarm(start, *limit, harness.Config{})
+		rec.Hunts = append(rec.Hunts, zootest.HuntRecord{Start: start, Tried: h.Tried, Found: h.Found, Seed: h.Seed,
+			Verdict: h.Verdict, Rule: h.Rule, Detail: clip(h.Detail, 300), WallMS: ms(time.Since(t0))})
+	}
+	if *ss != "" && len(rec.Hunts) > 0 && rec.Hunts[0].Found {
+		rec.Shrink = shrink(*ss, rec.Hunts[0].Seed, *shrinkTime)
+	}
+	return emit(rec)
+}
+
+var (
+	reFrom = regexp.MustCompile(`(?m)^shrink: from (\d+) ops`)
+	reTo   = regexp.MustCompile(`(?m)^shrink:\s+to (\d+) ops`)
+	reRule = regexp.MustCompile(`(?m)^# storesim shrink: \S+ failure, rule (\S+)`)
+)
+
+// shrink runs `storesim shrink` on seed and reads the sizes it prints.
+func shrink(bin string, seed uint64, limit time.Duration) *zootest.ShrinkRecord {
+	rec := &zootest.ShrinkRecord{Seed: seed}
+	out, err := os.CreateTemp("", "zoo-shrink-*.oplog")
+	if err != nil {
+		rec.Err = err.Error()
+		return rec
+	}
+	out.Close()
+	defer os.Remove(out.Name())
+	ctx, cancel := context.WithTimeout(context.Background(), limit+30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "shrink", "--seed", strconv.FormatUint(seed, 10), "--time", limit.String(), "--out", out.Name())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	t0 := time.Now()
+	err = cmd.Run()
+	rec.WallMS = ms(time.Since(t0))
+	log, _ := os.ReadFile(out.Name())
+	from, to, rule := reFrom.FindSubmatch(stderr.Bytes()), reTo.FindSubmatch(stderr.Bytes()), reRule.FindSubmatch(log)
+	switch {
+	case strings.Contains(stderr.String(), "panic:"):
+		rec.Err = "storesim crashed: the backend panicked and the harness does not recover panics"
+	case from == nil || to == nil || rule == nil:
+		rec.Err = fmt.Sprintf("storesim shrink: %v: %s", err, clip(stderr.String(), 200))
+	default:
+		rec.OpsBefore, _ = strconv.Atoi(string(from[1]))
+		rec.OpsAfter, _ = strconv.Atoi(string(to[1]))
+		rec.Rule = string(rule[1])
+	}
+	return rec
+}
+
+func naive(args []string) error {
+	fs := flag.NewFlagSet("naive", flag.ExitOnError)
+	budget := fs.Duration("budget", 20*time.Second, "stress time at most")
+	seed := fs.Uint64("seed", 1, "worker random streams")
+	fs.Parse(args)
+	bug, err := planted()
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *budget+30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, self, "naive-child", "-budget", budget.String(), "-seed", strconv.FormatUint(*seed, 10))
+	cmd.Env = append(os.Environ(), "GORACE=halt_on_error=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	t0 := time.Now()
+	runErr := cmd.Run()
+	wall := ms(time.Since(t0))
+	rec := zootest.NaiveRecord{Kind: "naive", Bug: bug, BudgetMS: ms(*budget)}
+	if runErr == nil {
+		if err := json.Unmarshal(stdout.Bytes(), &rec); err != nil {
+			return fmt.Errorf("child output %q: %w", stdout.String(), err)
+		}
+		rec.Kind, rec.Bug, rec.BudgetMS = "naive", bug, ms(*budget)
+		return emit(rec)
+	}
+	// The child died: a -race report, a panic on the executor, or a hang
+	// past every timeout. Its wall time is the time to detect.
+	var exit *exec.ExitError
+	code := -1
+	if errors.As(runErr, &exit) {
+		code = exit.ExitCode()
+	}
+	se := stderr.String()
+	switch {
+	case code == 66 || strings.Contains(se, "WARNING: DATA RACE"):
+		rec.Check, rec.Detail = "race", clip(firstLines(se[strings.Index(se, "WARNING: DATA RACE"):], 6), 400)
+	case strings.Contains(se, "panic:"):
+		rec.Check, rec.Detail = "panic", clip(se[strings.Index(se, "panic:"):], 300)
+	case ctx.Err() != nil:
+		rec.Check, rec.Detail = "timeout", "the stress process did not finish"
+	default:
+		return fmt.Errorf("naive child: %v: %s", runErr, clip(se, 500))
+	}
+	rec.AtMS = wall
+	return emit(rec)
+}
+
+func naiveChild(args []string) error {
+	fs := flag.NewFlagSet("naive-child", flag.ExitOnError)
+	budget := fs.Duration("budget", 20*time.Second, "")
+	seed := fs.Uint64("seed", 1, "")
+	fs.Parse(args)
+	rep := realstress.Run(realstress.Options{Duration: *budget, Seed: *seed})
+	rec := zootest.NaiveRecord{Ops: rep.Ops, Rounds: rep.Rounds}
+	if f := rep.Naive; f != nil {
+		rec.Check, rec.AtMS, rec.Detail = f.Check, ms(f.At), clip(f.Detail, 300)
+	}
+	if f := rep.Arena; f != nil {
+		rec.ArenaCheck, rec.ArenaMS = f.Check, ms(f.At)
+	}
+	return emit(rec)
+}
+
+func render(args []string) error {
+	fs := flag.NewFlagSet("render", flag.ExitOnError)
+	in := fs.String("in", "", "the JSON Lines scripts/zoo.sh collected")
+	fs.Parse(args)
+	f, err := os.Open(*in)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	res, err := zootest.ReadResults(f)
+	if err != nil {
+		return err
+	}
+	return zootest.Render(os.Stdout, res)
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, " | ")
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# scripts/zoo.sh — the bug zoo, in full (issue "Prove it", parts 1 and 2).
+#
+# 1. proves every caught bug is caught: STORESIM_ZOO=1 go test ./backend/zootest
+#    (builds the package once per bug with -tags zoo_<name>);
+# 2. measures each bug: the swarm's seeds and wall time to the first failure
+#    (median of 5 start offsets), storesim shrink on the first failing seed,
+#    and the naive stress test (-race, wall-clock runtime) for a bounded time;
+# 3. writes docs/ZOO.md from the measurements (never edit its numbers by hand).
+#
+# Environment: ZOO_BUGS="a b" measures only those bugs (docs/ZOO.md then lists
+# the others as not measured); ZOO_NAIVE_BUDGET (default 15s) bounds each naive
+# run; ZOO_LIMIT (default 2000) and ZOO_ESCAPE_LIMIT (default 200) bound each
+# swarm hunt of a caught bug and of an escape; ZOO_OUT keeps the raw JSON Lines
+# and binaries in that directory. Budget: about 12 minutes on 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+t0=$(date +%s)
+out=${ZOO_OUT:-$(mktemp -d /tmp/storesim-zoo.XXXXXX)}
+mkdir -p "$out/bin"
+results="$out/results.jsonl"
+: >"$results"
+budget=${ZOO_NAIVE_BUDGET:-15s}
+limit=${ZOO_LIMIT:-2000}
+escape_limit=${ZOO_ESCAPE_LIMIT:-200}
+
+echo "zoo: raw results in $out" >&2
+echo "zoo: step 1/3: every caught bug is caught (STORESIM_ZOO=1 go test ./backend/zootest)" >&2
+STORESIM_ZOO=1 go test -count=1 ./backend/zootest
+
+go build -o "$out/bin/realhunt-plain" ./backend/zootest/realhunt
+all=$("$out/bin/realhunt-plain" list)
+want=${ZOO_BUGS:-$(echo "$all" | cut -d' ' -f1)}
+
+echo "zoo: step 2/3: measuring $(echo $want | wc -w) bugs" >&2
+for bug in $want; do
+  kind=$(echo "$all" | awk -v b="$bug" '$1 == b { print $2 }')
+  if [ -z "$kind" ]; then
+    echo "zoo: unknown bug $bug (see: go run ./backend/zootest/realhunt list)" >&2
+    exit 2
+  fi
+  n=$limit
+  [ "$kind" = escape ] && n=$escape_limit
+  b0=$(date +%s)
+  go build -tags "zoo_$bug" -o "$out/bin/storesim" ./cmd/storesim
+  go build -tags "zoo_$bug" -o "$out/bin/realhunt" ./backend/zootest/realhunt
+  go build -race -tags "zoo_$bug" -o "$out/bin/realhunt-race" ./backend/zootest/realhunt
+  shrink=()
+  [ "$kind" = caught ] && shrink=(-storesim "$out/bin/storesim")
+  "$out/bin/realhunt" swarm -starts 0,10000,20000,30000,40000 -limit "$n" "${shrink[@]}" >>"$results"
+  "$out/bin/realhunt-race" naive -budget "$budget" >>"$results"
+  echo "zoo: $bug ($kind) measured in $(( $(date +%s) - b0 )) s" >&2
+done
+
+echo "zoo: step 3/3: docs/ZOO.md" >&2
+total=$(( $(date +%s) - t0 ))
+cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
+python3 - "$results" "$total" "$(nproc)" "${cpu:-unknown}" "$(go version)" "$(git rev-parse --short HEAD)" "$budget" "$limit" "$escape_limit" <<'EOF'
+import json, sys, datetime
+path, total, nproc, cpu, gov, commit, budget, limit, escape_limit = sys.argv[1:]
+meta = {
+    "kind": "meta",
+    "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    "commit": commit, "nproc": int(nproc), "cpu": cpu, "go_version": gov, "total_s": float(total),
+    "commands": [
+        "scripts/zoo.sh                      # all of the below, then docs/ZOO.md",
+        "STORESIM_ZOO=1 go test -count=1 ./backend/zootest   # every caught bug is caught, names its rule",
+        "go test -tags zoo_<name> ./backend/zootest -run '^TestSwarmFinds$' -v   # one bug",
+        "go build -tags zoo_<name> -o storesim ./cmd/storesim",
+        "go build -tags zoo_<name> -o realhunt ./backend/zootest/realhunt",
+        "go build -race -tags zoo_<name> -o realhunt-race ./backend/zootest/realhunt",
+        f"realhunt swarm -starts 0,10000,20000,30000,40000 -limit {limit} -storesim storesim   # escapes: -limit {escape_limit}, no shrink",
+        "storesim shrink --seed <first failing seed> --time 20s   # run by realhunt swarm",
+        f"realhunt-race naive -budget {budget}   # GORACE=halt_on_error=1 in a child process",
+        "go run ./backend/zootest/realhunt render -in results.jsonl > docs/ZOO.md",
+    ],
+}
+with open(path, "a") as f:
+    f.write(json.dumps(meta) + "\n")
+EOF
+mkdir -p docs
+"$out/bin/realhunt-plain" render -in "$results" >docs/ZOO.md.tmp
+mv docs/ZOO.md.tmp docs/ZOO.md
+echo "zoo: wrote docs/ZOO.md in ${total} s" >&2
