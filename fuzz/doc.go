@@ -35,4 +35,8 @@
 // k0,k0,k0,k0 with MaxRowsPerOp 1 under unprovable-later) replays it.
 //
 // scripts/fuzz-smoke.sh (make fuzz-smoke) runs every fuzz target for a while.
+// It passes -fuzzminimizetime 100x: go minimizes each input that adds
+// coverage for up to 60 s by default without counting those runs, and these
+// millisecond-long targets find new coverage often, so without the limit a
+// short fuzz run mostly minimizes. Use the same flag when fuzzing by hand.
 package fuzz
