@@ -86,6 +86,10 @@ type Op struct {
 	Target   int      // cancel: the op index to cancel
 }
 
+// maxMicros is the latest op time a log may name: virtual time is a
+// time.Duration, so anything later would overflow.
+const maxMicros = int64(1<<63-1) / int64(time.Microsecond)
+
 // ErrSyntax is wrapped by every parse error.
 var ErrSyntax = errors.New("op log")
 
@@ -275,8 +279,8 @@ func (p *parser) parseOp(rest string) error {
 		return p.errf("op must start with at=<N>us and a kind, got %q", rest)
 	}
 	us, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(fields[0], "at="), "us"), 10, 64)
-	if err != nil || us < 0 {
-		return p.errf("bad op time %q", fields[0])
+	if err != nil || us < 0 || us > maxMicros {
+		return p.errf("bad op time %q (want 0..%dus)", fields[0], maxMicros)
 	}
 	op := Op{At: time.Duration(us) * time.Microsecond}
 	if n := len(p.log.Ops); n > 0 && op.At < p.log.Ops[n-1].At {

@@ -55,6 +55,7 @@ func TestParseErrors(t *testing.T) {
 		{"mask length", good + "op at=0us fetch A keys=k,j mask=1\n", "1 bits for 2 keys"},
 		{"cancel forward", good + "op at=0us cancel 3\n", "not an earlier op"},
 		{"time backwards", good + "op at=5us fetch A keys=k mask=1\nop at=4us fetch A keys=k mask=1\n", "goes back"},
+		{"time overflows", good + "op at=9223372036854775807us fetch A keys=k mask=1\n", "bad op time"},
 		{"truncated op", good + "op at=", "line 3"},
 	}
 	for _, tc := range cases {
