@@ -8,7 +8,9 @@
 // Hypothesis shrink their choice sequences), pass after pass until a whole
 // round removes nothing or the budget runs out:
 //
-//   - ops: drop chunks of ops, halving the chunk size down to single ops;
+//   - ops: drop chunks of ops, halving the chunk size down to single ops
+//     (shutdowns stay with their endpoint, so a fixed driver passes the
+//     shrunk log);
 //   - endpoints: drop endpoints no publish or fetch names, then whole
 //     endpoints with every op on them;
 //   - faults: drop fault lines, in chunks then singly;
@@ -212,11 +214,22 @@ func (s *shrinker) ddmin(n func() int, drop func(i, j int) *workload.Log) bool {
 	return progress
 }
 
-// ops drops chunks of ops, then single ops.
+// ops drops chunks of ops, then single ops. Shutdown ops stay (they go
+// with their endpoint): a log without them fails every run with B-SHUT, so
+// dropping them would turn any failure into one that no fix can pass.
 func (s *shrinker) ops() bool {
-	return s.ddmin(func() int { return len(s.best.Ops) }, func(i, j int) *workload.Log {
+	droppable := func() []int {
+		var idx []int
+		for i, op := range s.best.Ops {
+			if op.Kind != workload.Shutdown {
+				idx = append(idx, i)
+			}
+		}
+		return idx
+	}
+	return s.ddmin(func() int { return len(droppable()) }, func(i, j int) *workload.Log {
 		drop := make([]bool, len(s.best.Ops))
-		for k := i; k < j; k++ {
+		for _, k := range droppable()[i:j] {
 			drop[k] = true
 		}
 		return DropOps(s.best, drop)

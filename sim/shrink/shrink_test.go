@@ -78,6 +78,18 @@ func TestShrinkPlanted(t *testing.T) {
 			if len(steps) == 0 || steps[len(steps)-1].Size != size {
 				t.Fatalf("progress reports %v do not end at the final size %s %s", steps, size, repro)
 			}
+			shutdowns := 0
+			for _, op := range res.Log.Ops {
+				if op.Kind == workload.Shutdown {
+					shutdowns++
+				}
+			}
+			if shutdowns != len(res.Log.Endpoints) {
+				t.Fatalf("shrunk log has %d shutdowns for %d endpoints: a fixed driver would fail it with B-SHUT %s", shutdowns, len(res.Log.Endpoints), repro)
+			}
+			if r := harness.Run(res.Log, harness.Config{}); r.Verdict != harness.Pass {
+				t.Fatalf("the shrunk log fails on the unplanted driver too (%s): it does not isolate the plant %s", r.Summary(), repro)
+			}
 			if profile == harness.Default && size.Faults != 0 {
 				t.Errorf("fault lines survived the shrink though the planted failure needs none: %s %s", size, repro)
 			}
