@@ -94,7 +94,15 @@ func (r *run) check(runErr error) {
 	var history model.History
 	for _, ep := range r.eps {
 		name := ep.spec.Name
-		for _, v := range ep.mon.Finish() {
+		// The monitor's end-of-run checks (lost wake-ups, drain and shutdown
+		// honesty) judge a finished run; a run cut off by a hang or the step
+		// limit is a liveness failure, and only what the monitor saw online
+		// counts against the driver.
+		monViolations := ep.mon.Violations()
+		if runErr == nil {
+			monViolations = ep.mon.Finish()
+		}
+		for _, v := range monViolations {
 			res.add(name, model.Violation{Rule: v.Rule, Class: model.Safety, Call: v.Call, Row: v.Row, Key: v.Key, At: v.At, Seed: seed, Detail: v.Detail})
 		}
 		for _, v := range ep.lender.Violations() {
