@@ -90,6 +90,7 @@ func caseRepeatedKey(w *world) {
 	i := w.pick(n, 0)
 	j := (i + 1 + w.pick(n-1, 0)) % n
 	keys[j] = keys[i]
+	i, j = min(i, j), max(i, j)
 	dir := w.anyDir()
 	rows := w.rows(a, h, keys...)
 	before := w.touches.Load()

@@ -159,7 +159,7 @@ func caseStaleClose(w *world) {
 // later close retries); a close that succeeds has closed (the memory
 // registers again).
 func caseCloseHonest(w *world) {
-	a := w.arena("r", 32, 32)
+	a := w.arena("r", 256, 32)
 	failed := 0
 	prevOK := false
 	for cycle := range 6 + w.pick(6, 0) {

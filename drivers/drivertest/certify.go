@@ -316,7 +316,7 @@ func (c *certifier) repro(rule string) string {
 func (c *certifier) report() Report {
 	r := Report{
 		Driver: c.h.Name, Version: c.opts.Version, Caps: c.probe.caps, Together: c.probe.together,
-		RealTime: c.h.RealTime, Seed: c.opts.Seed, Swarm: c.swarm,
+		RealTime: c.h.RealTime, Seed: c.opts.Seed, Swarm: c.swarm, Selected: c.opts.Rules,
 	}
 	if c.probe.err != "" {
 		r.Gaps = append(r.Gaps, "the driver could not be built: "+c.probe.err)
@@ -369,6 +369,15 @@ func (c *certifier) report() Report {
 			}
 		}
 	}
+	if len(c.opts.Rules) > 0 {
+		known := Rules()
+		for _, rule := range c.opts.Rules {
+			if !slices.Contains(known, rule) {
+				r.Gaps = append(r.Gaps, fmt.Sprintf("unknown rule %q (known: %s)", rule, strings.Join(known, " ")))
+			}
+		}
+		r.Gaps = append(r.Gaps, partialGap(c.opts.Rules))
+	}
 	r.Gaps = append(r.Gaps, c.gaps...)
 	if r.Gaps == nil {
 		r.Gaps = []string{}
@@ -391,4 +400,9 @@ func skipReasons(m map[string]int) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// partialGap is the gap of a run limited to some rules.
+func partialGap(rules []string) string {
+	return fmt.Sprintf("only %s ran: a partial run certifies nothing", strings.Join(rules, " "))
 }

@@ -45,7 +45,8 @@ func TestDeterministic(t *testing.T) {
 }
 
 // TestReportJSON: the certificate's field names are stable (the CLI prints
-// it with --json) and it round-trips.
+// it with --json) and it round-trips; a run of selected rules is no
+// certificate.
 func TestReportJSON(t *testing.T) {
 	rep := Certify(Registered("memory"), Options{Short: true, Rules: []string{"D-REG-3", "D-TOG-1"}})
 	out, err := json.Marshal(rep)
@@ -53,7 +54,7 @@ func TestReportJSON(t *testing.T) {
 		t.Fatalf("marshal: %v (repro: %s)", err, reproOf(t))
 	}
 	for _, field := range []string{`"driver":"memory"`, `"version":`, `"capabilities":{`, `"together":false`, `"rules":[`,
-		`"rule":"D-REG-3"`, `"verdict":"pass"`, `"verdict":"skip"`, `"cases":`, `"seeds":[`, `"race_pairs":[`, `"gaps":[]`, `"certified":true`, `"swarm":{`} {
+		`"rule":"D-REG-3"`, `"verdict":"pass"`, `"verdict":"skip"`, `"cases":`, `"seeds":[`, `"race_pairs":[`, `"gaps":["only D-REG-3 D-TOG-1 ran`, `"certified":false`, `"swarm":{`} {
 		if !strings.Contains(string(out), field) {
 			t.Errorf("certificate JSON lacks %s:\n%s\n(repro: %s)", field, out, reproOf(t))
 		}
@@ -66,6 +67,9 @@ func TestReportJSON(t *testing.T) {
 	if string(again) != string(out) {
 		t.Fatalf("certificate does not round-trip:\n%s\n%s\n(repro: %s)", out, again, reproOf(t))
 	}
+	if bad := Certify(Registered("memory"), Options{Short: true, Rules: []string{"D-NOPE"}}); bad.Certified || !strings.Contains(bad.Gaps[0], `unknown rule "D-NOPE"`) {
+		t.Fatalf("a run of an unknown rule: certified %v, gaps %v (repro: %s)", bad.Certified, bad.Gaps, reproOf(t))
+	}
 	if rr, _ := back.Rule("D-GEOM"); rr.Verdict != Skip || rr.Reason != "not selected" {
 		t.Fatalf("unselected rule: %+v, want skip \"not selected\" (repro: %s)", rr, reproOf(t))
 	}
@@ -73,7 +77,7 @@ func TestReportJSON(t *testing.T) {
 		t.Fatalf("D-TOG-1 on the plain driver: %+v, want skip naming together-registration (repro: %s)", rr, reproOf(t))
 	}
 	table := rep.Table()
-	for _, want := range []string{"RULE", "VERDICT", "CASES", "SEEDS", "RACE PAIRS", "D-REG-3", "stale-handle-close×", "certified: true"} {
+	for _, want := range []string{"RULE", "VERDICT", "CASES", "SEEDS", "RACE PAIRS", "D-REG-3", "stale-handle-close×", "certified: false", "partial run"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s(repro: %s)", want, table, reproOf(t))
 		}

@@ -32,8 +32,11 @@ type Report struct {
 	Together bool                 `json:"together"`
 	RealTime bool                 `json:"real_time"`
 	// Seed is the base seed every run derived its seed from.
-	Seed  uint64       `json:"seed"`
-	Rules []RuleResult `json:"rules"`
+	Seed uint64 `json:"seed"`
+	// Selected lists the rule groups a partial run was limited to
+	// (Options.Rules); empty for a certification.
+	Selected []string     `json:"selected,omitempty"`
+	Rules    []RuleResult `json:"rules"`
 	// RacePairs counts how often each dangerous pair was exercised, in a
 	// fixed order; a pair never hit is a gap.
 	RacePairs []PairCount `json:"race_pairs"`

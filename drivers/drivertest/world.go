@@ -293,12 +293,15 @@ func (w *world) onTouch(t arena.Touch) {
 // slots hands out n fresh slots of a.
 func (w *world) slots(a *arena.Arena, n int) []int {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	first := w.next[a]
-	if first+n > a.Region().Slots {
-		panic(fmt.Sprintf("drivertest: case %s ran out of slots in region %s", w.cs.name, a.Label()))
+	full := first+n > a.Region().Slots
+	if !full {
+		w.next[a] = first + n
 	}
-	w.next[a] = first + n
+	w.mu.Unlock()
+	if full {
+		w.skip("drivertest: case %s ran out of slots in region %s (a suite bug: please report it)", w.cs.name, a.Label())
+	}
 	out := make([]int, n)
 	for i := range out {
 		out[i] = first + i
