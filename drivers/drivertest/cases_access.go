@@ -178,25 +178,13 @@ func caseCancelAnswers(w *world) {
 		for range steps {
 			w.step()
 		}
-		first := ct.c.Cancel()
-		second := ct.c.Cancel()
-		if first == drivers.CancelAlreadyDone && second == drivers.CancelRequested {
-			w.fail("D-CAN-1", "call %d: Cancel answered ALREADY_DONE, then REQUESTED: results do not un-finish", ct.c.ID())
-		}
+		// twice (idempotent), and once more when done; the monitor judges
+		// each answer and whether a cancel blocked
+		ct.c.Cancel()
+		ct.c.Cancel()
 		w.settle()
-		if r := ct.c.Cancel(); allFinal(ct.c.Results()) && r == drivers.CancelRequested {
-			w.fail("D-CAN-1", "call %d: Cancel after every row had its result answered REQUESTED, want ALREADY_DONE (or UNSUPPORTED)", ct.c.ID())
-		}
+		ct.c.Cancel()
 	}
-}
-
-func allFinal(res []drivers.Status) bool {
-	for _, s := range res {
-		if !s.Final() {
-			return false
-		}
-	}
-	return len(res) > 0
 }
 
 // D-CAN-2: rows not started become NOT_ATTEMPTED, completion may win, a

@@ -52,7 +52,6 @@ type probe struct {
 	caps     drivers.Capabilities
 	together bool
 	store    bool // a simulated store backs the driver (ground truth)
-	real     bool
 	absent   bool // the suite can know a key is absent (store or MakeAbsent)
 	err      string
 }
@@ -133,7 +132,7 @@ func (c *certifier) run() {
 
 // probeDriver builds one driver to read its declaration.
 func (c *certifier) probeDriver() probe {
-	p := probe{real: c.h.RealTime}
+	var p probe
 	if c.h.New == nil {
 		p.err = "the harness has no New function"
 		return p

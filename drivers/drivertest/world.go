@@ -53,27 +53,26 @@ type world struct {
 	reactQueued atomic.Bool
 	touches     atomic.Int64
 
-	mu         sync.Mutex
-	arenas     []*arena.Arena
-	byHandle   map[drivers.Handle]*arena.Arena
-	next       map[*arena.Arena]int // next free slot
-	calls      []*callT
-	pubOpen    map[string]int    // publishes of a key not yet ENDED (or escaped): truth unknown
-	fetchOpen  map[string]int    // fetches of a key not yet ENDED
-	tainted    map[string]bool   // a fetch and a publish of the key overlapped: unknown until both end
-	objects    map[string][]byte // real stores: what is known stored (nil value: present, content unknown)
-	absent     map[string]bool   // real stores: known absent
-	unknown    map[string]bool   // real stores: a publish may or may not have landed
-	onEnded    func(ct *callT)   // case hook, run once per call when its access is ENDED
-	onReact    func()            // case hook, run after every callback (on the runtime)
-	draining   bool              // re-poll Drain from callbacks until done
-	drainDone  bool
-	shut       bool
-	findings   []finding
-	extPuts    bool     // objects were put behind the recorder's back: skip S-LIN
-	gaps       []string // checks that could not conclude (a timed-out S-LIN)
-	nkey       int
-	reactDepth int
+	mu        sync.Mutex
+	arenas    []*arena.Arena
+	byHandle  map[drivers.Handle]*arena.Arena
+	next      map[*arena.Arena]int // next free slot
+	calls     []*callT
+	pubOpen   map[string]int    // publishes of a key not yet ENDED (or escaped): truth unknown
+	fetchOpen map[string]int    // fetches of a key not yet ENDED
+	tainted   map[string]bool   // a fetch and a publish of the key overlapped: unknown until both end
+	objects   map[string][]byte // real stores: what is known stored (nil value: present, content unknown)
+	absent    map[string]bool   // real stores: known absent
+	unknown   map[string]bool   // real stores: a publish may or may not have landed
+	onEnded   func(ct *callT)   // case hook, run once per call when its access is ENDED
+	onReact   func()            // case hook, run after every callback (on the runtime)
+	draining  bool              // re-poll Drain from callbacks until done
+	drainDone bool
+	shut      bool
+	findings  []finding
+	extPuts   bool     // objects were put behind the recorder's back: skip S-LIN
+	gaps      []string // checks that could not conclude (a timed-out S-LIN)
+	nkey      int
 }
 
 // callT is one Submit as the world tracks it.
@@ -309,7 +308,8 @@ func (w *world) slots(a *arena.Arena, n int) []int {
 	return out
 }
 
-// register registers a through the monitor; ok reports success.
+// register registers a through the monitor (telling the pair counter
+// first).
 func (w *world) register(a *arena.Arena) (drivers.Handle, error) {
 	return w.registerRegion(a.Region(), a)
 }
