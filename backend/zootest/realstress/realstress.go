@@ -246,16 +246,18 @@ func (r *run) round(n int) {
 	sctx, scancel := context.WithTimeout(context.Background(), r.opts.Wait)
 	labels, serr := realwait.Shutdown(sctx, r.rt, b)
 	scancel()
+	if serr == nil && len(labels) == 0 {
+		// Everything released: the memory is ours again, from now on.
+		for _, a := range r.mem {
+			a.SetRegistered(false)
+		}
+	}
 	wg.Wait()
 	if serr != nil {
 		r.find("timeout", "round %d: shutdown: %v", n, serr)
 		return
 	}
 	if len(labels) == 0 {
-		// Everything released: the memory is ours again.
-		for _, a := range r.mem {
-			a.SetRegistered(false)
-		}
 		r.mu.Lock()
 		for _, s := range r.leaked {
 			s.a.Release(s.slot)
