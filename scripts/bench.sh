@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# make bench: every benchmark the issues ask for, run side by side in one
+# process per package, printed as ratios (the machine is shared and noisy:
+# absolute figures drift, ratios measured together hold). Under 5 minutes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${BENCH_OUT:-$(mktemp)}
+run() { go test -run '^$' -count 1 "$@" | tee -a "$out" | grep -E '^Benchmark' ; }
+: > "$out"
+echo "# machine: $(nproc) cores, $(go version | cut -d' ' -f3-), $(date -u +%F)"
+run -bench 'Loop' -benchtime 2000000x ./sim
+run -bench 'RunSeed' -benchtime 300x ./sim/harness
+run -bench 'Check' -benchtime 5x ./model
+run -bench 'Overhead' -benchtime 20000x ./drivers/monitor
+run -bench 'DecodeRun' -benchtime 300x ./fuzz
+metric() { # metric BENCH-REGEX UNIT → the value before UNIT on the first matching line
+  grep -E "^$1" "$out" | head -1 | awk -v u="$2" '{for (i=2;i<=NF;i++) if ($i==u) {print $(i-1); exit}}'
+}
+sched=$(metric 'BenchmarkSchedulerLoop' events/s); bare=$(metric 'BenchmarkBareLoop' events/s)
+seeds=$(metric 'BenchmarkRunSeed' seeds/s); evs=$(metric 'BenchmarkRunSeed' events/seed)
+fb=$(metric 'BenchmarkOverhead/bare' ns/op); fm=$(metric 'BenchmarkOverhead/monitored' ns/op)
+mb=$(metric 'BenchmarkOverheadMemdriver/bare' ns/op); mm=$(metric 'BenchmarkOverheadMemdriver/monitored' ns/op)
+fz=$(metric 'BenchmarkDecodeRun' ns/op)
+echo
+echo "## ratios (same run)"
+awk -v s="$sched" -v b="$bare" 'BEGIN{printf "scheduler / bare priority-queue loop (events/s): %.2f   (%.0f vs %.0f)\n", s/b, s, b}'
+awk -v n="$seeds" -v e="$evs" -v b="$bare" 'BEGIN{printf "full pipeline: %.0f seeds/s (%.0f seeds/min), %.0f events/seed; checked event rate / bare loop: %.3f\n", n, n*60, e, n*e/b}'
+grep -E '^BenchmarkCheck' "$out" | awk '{for (i=2;i<=NF;i++) if ($i=="ms/10k-ops") v=$(i-1); printf "porcupine %-32s %8.2f ms per 10k ops\n", $1, v}'
+awk -v b="$fb" -v m="$fm" 'BEGIN{printf "monitor overhead, fake driver (worst case): monitored/bare = %.2f\n", m/b}'
+awk -v b="$mb" -v m="$mm" 'BEGIN{printf "monitor overhead, memdriver: monitored/bare = %.2f\n", m/b}'
+awk -v f="$fz" 'BEGIN{printf "fuzz: one 100-op decode+run = %.2f ms → %.0f execs/s per core before coverage instrumentation\n", f/1e6, 1e9/f}'
