@@ -148,10 +148,21 @@ func caseCallbackUnlocked(w *world) {
 func caseNoCallbackAfterShutdown(w *world) {
 	a, h := w.region(120, 32)
 	w.load(a, h, 6+w.pick(8, 0), 0.2)
-	for range w.pick(30, 4) {
+	w.stepsBeforeShutdown(30, 4)
+	w.shutdown()
+}
+
+// stepsBeforeShutdown lets some of the load run before a Shutdown that
+// must find calls in flight: on the simulator a drawn number of events
+// (directed: dflt); in real time none, since a real store answers within a
+// millisecond, far below one real-time step.
+func (w *world) stepsBeforeShutdown(n, dflt int) {
+	if w.sched == nil {
+		return
+	}
+	for range w.pick(n, dflt) {
 		w.step()
 	}
-	w.shutdown()
 }
 
 // D-CAN-1: Cancel answers REQUESTED, UNSUPPORTED or ALREADY_DONE, at once,

@@ -629,9 +629,7 @@ func caseShutdownClean(w *world) {
 func caseShutdownInFlight(w *world) {
 	a, h := w.region(64, 32)
 	w.load(a, h, 4+w.pick(6, 0), 0)
-	for range w.pick(12, 4) {
-		w.step()
-	}
+	w.stepsBeforeShutdown(12, 4)
 	w.shutdown()
 }
 
@@ -652,9 +650,7 @@ func caseShutdownTwice(w *world) {
 	w.region(8, 32)
 	w.region(8, 32)
 	w.load(a, h, 3+w.pick(5, 0), 0)
-	for range w.pick(8, 2) {
-		w.step()
-	}
+	w.stepsBeforeShutdown(8, 2)
 	held := resources(w.shutdown())
 	for round := range 1 + w.pick(2, 1) {
 		again := resources(w.shutdown())

@@ -60,8 +60,8 @@ func Registered(name string) Harness {
 
 // Options scale a certification.
 type Options struct {
-	// Seeds is the number of randomized runs of every case (0: 96; Short: 3;
-	// real-time drivers run a quarter of it, at least 1).
+	// Seeds is the number of randomized runs of every case (0: 200; Short: 3;
+	// real-time drivers run a sixteenth of it, at least 1).
 	Seeds int
 	// Swarm is the number of backend-driven harness runs per store profile
 	// (0: 4×Seeds, at least 8; negative: none; real-time drivers: none).
@@ -92,13 +92,13 @@ var Version = "devel"
 
 func (o Options) withDefaults(h Harness) Options {
 	if o.Seeds <= 0 {
-		o.Seeds = 96
+		o.Seeds = 200
 		if o.Short {
 			o.Seeds = 3
 		}
 	}
 	if h.RealTime {
-		o.Seeds = max(1, o.Seeds/4)
+		o.Seeds = max(1, o.Seeds/16) // real waits: 12 at the default
 	}
 	switch {
 	case o.Swarm == 0:

@@ -13,7 +13,7 @@ import (
 // certification on (at least) the rule its spec names.
 func TestPairing(t *testing.T) {
 	// 31 certifications must fit the package's time budget: 12 seeds per
-	// case (3 with -short) instead of the default 96; the full-size runs are
+	// case (3 with -short) instead of the default 200; the full-size runs are
 	// the CLI's and BenchmarkCertify's. With -v it logs which rules each
 	// broken driver failed.
 	opts := Options{Seeds: 12}

@@ -46,10 +46,15 @@ func TestRedisRealTime(t *testing.T) {
 			},
 		}
 	}
-	rep := Certify(harness(""), Options{Short: true})
+	opts := Options{Short: true}
+	if os.Getenv("STORESIM_DRIVERTEST_FULL") == "1" {
+		opts = Options{} // the CLI's default: 12 seeds per case in real time
+	}
+	rep := Certify(harness(""), opts)
 	if len(rep.Failed()) > 0 || n.Load() == 0 {
 		t.Fatalf("redis in real time: failed %v, %d keys made absent:\n%s(repro: scripts/with-redis.sh go test ./drivers/drivertest -run '^TestRedisRealTime$')", rep.Failed(), n.Load(), rep.Table())
 	}
+	t.Logf("\n%s", rep.Table())
 	// Its planted violations fail on their rules, in real time too.
 	for plant, rule := range map[string]string{
 		redisdriver.PlantOverwritesOnPublish: "D-SUB-4",
