@@ -322,7 +322,7 @@ func (c *certifier) report() Report {
 	}
 	for _, rule := range c.order {
 		a := c.byRule[rule]
-		rr := RuleResult{Rule: rule, Cases: a.cases, Seeds: a.seeds, Violations: a.violations, Repro: c.repro(rule)}
+		rr := RuleResult{Rule: rule, Cases: a.cases, Seeds: a.seeds, Violations: a.violations, Found: len(a.violations) + a.extra, Repro: c.repro(rule)}
 		if rr.Seeds == nil {
 			rr.Seeds = []uint64{}
 		}

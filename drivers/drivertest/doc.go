@@ -64,9 +64,12 @@
 // # Real time
 //
 // With Harness.RealTime the cases run on sim/realtime with real waits
-// bounded by Options.Wait, the monitor probes locks and cancels with
-// drivers/monitor/realprobe, and a seed replays the workload, not the
-// interleaving. The backend-driven swarm is left out.
+// bounded by Options.Wait (a driver silent for 200 ms counts as quiet), the
+// monitor probes locks and cancels with drivers/monitor/realprobe, and a
+// seed replays the workload, not the interleaving. The backend-driven swarm
+// is left out. A driver over a store of its own (Redis, …) also sets
+// Harness.ExternalStore and, for the honesty checks, MakeAbsent: the suite
+// then learns what is stored only from the driver's own answers.
 //
 // # Testing the tester
 //

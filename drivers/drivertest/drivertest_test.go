@@ -54,7 +54,7 @@ func TestReportJSON(t *testing.T) {
 		t.Fatalf("marshal: %v (repro: %s)", err, reproOf(t))
 	}
 	for _, field := range []string{`"driver":"memory"`, `"version":`, `"capabilities":{`, `"together":false`, `"rules":[`,
-		`"rule":"D-REG-3"`, `"verdict":"pass"`, `"verdict":"skip"`, `"cases":`, `"seeds":[`, `"race_pairs":[`, `"gaps":["only D-REG-3 D-TOG-1 ran`, `"certified":false`, `"swarm":{`} {
+		`"rule":"D-REG-3"`, `"verdict":"pass"`, `"verdict":"skip"`, `"cases":`, `"seeds":[`, `"found":0`, `"race_pairs":[`, `"gaps":["only D-REG-3 D-TOG-1 ran`, `"certified":false`, `"swarm":{`} {
 		if !strings.Contains(string(out), field) {
 			t.Errorf("certificate JSON lacks %s:\n%s\n(repro: %s)", field, out, reproOf(t))
 		}

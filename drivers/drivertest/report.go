@@ -61,8 +61,10 @@ type RuleResult struct {
 	Cases int      `json:"cases"`
 	Seeds []uint64 `json:"seeds"`
 	// Violations found anywhere in the certification that name this rule
-	// (at most 20, then a count), each with the case and seed that found it.
+	// (at most 20, then a count), each with the case and seed that found it;
+	// Found counts them all.
 	Violations []string `json:"violations,omitempty"`
+	Found      int      `json:"found"`
 	// Pairs are the race pairs the group's cases exercised.
 	Pairs []PairCount `json:"race_pairs,omitempty"`
 	// Repro reruns the group.

@@ -40,7 +40,7 @@ func Check(t *testing.T, rep Report) {
 				t.Skip(rr.Reason)
 			case Fail:
 				t.Errorf("%s: %d violation(s), %d directed case(s), %d randomized seed(s):\n  %s\n(repro: %s)",
-					rr.Rule, len(rr.Violations), rr.Cases, len(rr.Seeds), strings.Join(rr.Violations, "\n  "), reproOf(t))
+					rr.Rule, rr.Found, rr.Cases, len(rr.Seeds), strings.Join(rr.Violations, "\n  "), reproOf(t))
 			default:
 				if rr.Reason != "" {
 					t.Log(rr.Reason)
