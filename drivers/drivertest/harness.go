@@ -70,10 +70,10 @@ type Options struct {
 	Short bool
 	// Seed is the base seed every run's seed derives from (0: 1).
 	Seed uint64
-	// Rules, when set, runs only these rule groups; the others are skipped
-	// ("not selected"), race-pair gaps are not judged, and the report is
-	// not a certificate (Certified stays false; a gap says why): use it to
-	// rerun one failing rule.
+	// Rules, when set, runs only these rule groups (to rerun a failing
+	// one): the others are skipped ("not selected"), the swarm and the
+	// race-pair gaps are not judged, and Report.Selected says the run was
+	// partial, so Certified then speaks for the selected rules only.
 	Rules []string
 	// Wait bounds each real-time wait (0: 2 s).
 	Wait time.Duration

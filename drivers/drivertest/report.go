@@ -34,7 +34,8 @@ type Report struct {
 	// Seed is the base seed every run derived its seed from.
 	Seed uint64 `json:"seed"`
 	// Selected lists the rule groups a partial run was limited to
-	// (Options.Rules); empty for a certification.
+	// (Options.Rules): Certified then speaks for those only. Empty for a
+	// full certification.
 	Selected []string     `json:"selected,omitempty"`
 	Rules    []RuleResult `json:"rules"`
 	// RacePairs counts how often each dangerous pair was exercised, in a
@@ -144,6 +145,9 @@ func (r *Report) Table() string {
 	b.WriteString("\n")
 	for _, g := range r.Gaps {
 		fmt.Fprintf(&b, "gap: %s\n", g)
+	}
+	if len(r.Selected) > 0 {
+		fmt.Fprintf(&b, "partial run: only %s (race pairs and swarm not judged)\n", strings.Join(r.Selected, " "))
 	}
 	fmt.Fprintf(&b, "certified: %v", r.Certified)
 	if !r.Certified {
