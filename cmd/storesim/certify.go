@@ -38,7 +38,7 @@ func certifyCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	asJSON := fs.Bool("json", false, "print the certificate as JSON")
 	var rules listFlag
 	fs.Var(&rules, "rule", "certify only this rule group (repeatable, or comma-separated); race-pair gaps are then not judged")
-	seeds := fs.Int("seeds", 0, "randomized runs per directed case (default 12; 3 with --short)")
+	seeds := fs.Int("seeds", 0, "randomized runs per directed case (default: the suite's, see drivertest.Options.Seeds)")
 	seed := fs.Uint64("seed", 0, "base seed every run derives from (default 1)")
 	short := fs.Bool("short", false, "scale everything down (as go test -short)")
 	evicting := fs.Bool("evicting", false, "redis:// only: the server may evict keys at any time (maxmemory policy or TTL)")
@@ -143,9 +143,10 @@ func redisHarness(url string, evicting bool, wait time.Duration) (drivertest.Har
 	}
 	ctx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), wait) }
 	h := drivertest.Harness{
-		Name:     url,
-		RealTime: true,
-		Evicting: evicting,
+		Name:          url,
+		RealTime:      true,
+		ExternalStore: true, // the server, not a simulated store, is the truth
+		Evicting:      evicting,
 		New: func(env drivertest.Env) (drivers.Driver, error) {
 			return redisdriver.New(redisdriver.Config{Addr: addr, Prefix: prefix})
 		},
