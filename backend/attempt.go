@@ -178,7 +178,14 @@ func (b *Backend) settle(a *Attempt) {
 	if a.open == 0 {
 		b.commit(a, Delivered, nil)
 	}
-	if acc := attemptAccess(a); acc != a.access {
+	acc := attemptAccess(a)
+	if a.access == drivers.AccessUnprovable && acc == drivers.AccessPending {
+		// B-ACCESS keeps D-ACCESS's table: an UNPROVABLE attempt whose
+		// unprovable call was later proven ENDED, while another call is
+		// still pending, stays UNPROVABLE until every call has ENDED.
+		acc = drivers.AccessUnprovable
+	}
+	if acc != a.access {
 		a.access = acc
 		b.changed(a)
 	}

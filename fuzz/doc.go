@@ -25,14 +25,14 @@
 // go test replays as subtests; the seed corpus lives there too (regenerate
 // the generated part with go test ./fuzz -run TestSeedCorpus -writecorpus).
 //
-// # Open finding
+// # Regression
 //
-// An attempt whose UNPROVABLE call is later proven ENDED while another of its
-// batches is still pending goes from access UNPROVABLE back to PENDING, which
-// the D-ACCESS table does not allow. The default check only holds ENDED
-// final; -fuzz.strictaccess checks the whole table, and the committed fail
-// file TestBackendStateMachine-unprovable-to-pending.fail (one FETCH of
-// k0,k0,k0,k0 with MaxRowsPerOp 1 under unprovable-later) replays it.
+// The state machine found an attempt whose UNPROVABLE call was later proven
+// ENDED, while another of its batches was still pending, going from access
+// UNPROVABLE back to PENDING — against the D-ACCESS table. The backend now
+// keeps such an attempt UNPROVABLE until every call has ENDED, and the
+// committed fail file TestBackendStateMachine-unprovable-to-pending.fail (one
+// FETCH of k0,k0,k0,k0 with MaxRowsPerOp 1 under unprovable-later) replays it.
 //
 // scripts/fuzz-smoke.sh (make fuzz-smoke) runs every fuzz target for a while.
 // It passes -fuzzminimizetime 100x: go minimizes each input that adds
