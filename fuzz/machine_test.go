@@ -2,7 +2,6 @@ package fuzz
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"sort"
 	"strings"
