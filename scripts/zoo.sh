@@ -22,6 +22,7 @@ mkdir -p "$out/bin"
 results="$out/results.jsonl"
 : >"$results"
 budget=${ZOO_NAIVE_BUDGET:-15s}
+naive_runs=${ZOO_NAIVE_RUNS:-3}
 limit=${ZOO_LIMIT:-2000}
 escape_limit=${ZOO_ESCAPE_LIMIT:-200}
 
@@ -40,8 +41,8 @@ for bug in $want; do
     echo "zoo: unknown bug $bug (see: go run ./backend/zootest/realhunt list)" >&2
     exit 2
   fi
-  n=$limit
-  [ "$kind" = escape ] && n=$escape_limit
+  n=$limit runs=$naive_runs
+  [ "$kind" = escape ] && n=$escape_limit runs=1
   b0=$(date +%s)
   go build -tags "zoo_$bug" -o "$out/bin/storesim" ./cmd/storesim
   go build -tags "zoo_$bug" -o "$out/bin/realhunt" ./backend/zootest/realhunt
@@ -49,16 +50,16 @@ for bug in $want; do
   shrink=()
   [ "$kind" = caught ] && shrink=(-storesim "$out/bin/storesim")
   "$out/bin/realhunt" swarm -starts 0,10000,20000,30000,40000 -limit "$n" "${shrink[@]}" >>"$results"
-  "$out/bin/realhunt-race" naive -budget "$budget" >>"$results"
+  "$out/bin/realhunt-race" naive -budget "$budget" -runs "$runs" >>"$results"
   echo "zoo: $bug ($kind) measured in $(( $(date +%s) - b0 )) s" >&2
 done
 
 echo "zoo: step 3/3: docs/ZOO.md" >&2
 total=$(( $(date +%s) - t0 ))
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
-python3 - "$results" "$total" "$(nproc)" "${cpu:-unknown}" "$(go version)" "$(git rev-parse --short HEAD)" "$budget" "$limit" "$escape_limit" <<'EOF'
+python3 - "$results" "$total" "$(nproc)" "${cpu:-unknown}" "$(go version)" "$(git rev-parse --short HEAD)" "$budget" "$limit" "$escape_limit" "$naive_runs" <<'EOF'
 import json, sys, datetime
-path, total, nproc, cpu, gov, commit, budget, limit, escape_limit = sys.argv[1:]
+path, total, nproc, cpu, gov, commit, budget, limit, escape_limit, naive_runs = sys.argv[1:]
 meta = {
     "kind": "meta",
     "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -72,7 +73,7 @@ meta = {
         "go build -race -tags zoo_<name> -o realhunt-race ./backend/zootest/realhunt",
         f"realhunt swarm -starts 0,10000,20000,30000,40000 -limit {limit} -storesim storesim   # escapes: -limit {escape_limit}, no shrink",
         "storesim shrink --seed <first failing seed> --time 20s   # run by realhunt swarm",
-        f"realhunt-race naive -budget {budget}   # GORACE=halt_on_error=1 in a child process",
+        f"realhunt-race naive -budget {budget} -runs {naive_runs}   # escapes: -runs 1; each run a child process, GORACE=halt_on_error=1",
         "go run ./backend/zootest/realhunt render -in results.jsonl > docs/ZOO.md",
     ],
 }

@@ -3,7 +3,7 @@
 // runs child processes):
 //
 //	realhunt swarm -starts 0,10000,… -limit N [-storesim BIN]  # in a -tags zoo_<name> build
-//	realhunt naive -budget 20s                                 # in a -race -tags zoo_<name> build
+//	realhunt naive -budget 20s -runs 3                         # in a -race -tags zoo_<name> build
 //	realhunt render -in results.jsonl                          # writes docs/ZOO.md to stdout
 //	realhunt list                                              # every bug: name caught|escape
 //
@@ -160,33 +160,47 @@ func shrink(bin string, seed uint64, limit time.Duration) *zootest.ShrinkRecord 
 
 func naive(args []string) error {
 	fs := flag.NewFlagSet("naive", flag.ExitOnError)
-	budget := fs.Duration("budget", 20*time.Second, "stress time at most")
-	seed := fs.Uint64("seed", 1, "worker random streams")
+	budget := fs.Duration("budget", 20*time.Second, "stress time per run at most")
+	seed := fs.Uint64("seed", 1, "worker random streams of the first run; run i uses seed+i")
+	runs := fs.Int("runs", 1, "runs, one after the other")
 	fs.Parse(args)
 	bug, err := planted()
 	if err != nil {
 		return err
 	}
+	rec := zootest.NaiveRecord{Kind: "naive", Bug: bug, BudgetMS: ms(*budget)}
+	for i := range *runs {
+		r, err := naiveRun(*budget, *seed+uint64(i))
+		if err != nil {
+			return err
+		}
+		rec.Runs = append(rec.Runs, r)
+	}
+	return emit(rec)
+}
+
+// naiveRun runs the stress test in a child process and times it.
+func naiveRun(budget time.Duration, seed uint64) (zootest.NaiveRun, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return err
+		return zootest.NaiveRun{}, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *budget+30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), budget+30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, self, "naive-child", "-budget", budget.String(), "-seed", strconv.FormatUint(*seed, 10))
+	cmd := exec.CommandContext(ctx, self, "naive-child", "-budget", budget.String(), "-seed", strconv.FormatUint(seed, 10))
 	cmd.Env = append(os.Environ(), "GORACE=halt_on_error=1")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	t0 := time.Now()
 	runErr := cmd.Run()
 	wall := ms(time.Since(t0))
-	rec := zootest.NaiveRecord{Kind: "naive", Bug: bug, BudgetMS: ms(*budget)}
+	run := zootest.NaiveRun{Seed: seed}
 	if runErr == nil {
-		if err := json.Unmarshal(stdout.Bytes(), &rec); err != nil {
-			return fmt.Errorf("child output %q: %w", stdout.String(), err)
+		if err := json.Unmarshal(stdout.Bytes(), &run); err != nil {
+			return run, fmt.Errorf("child output %q: %w", stdout.String(), err)
 		}
-		rec.Kind, rec.Bug, rec.BudgetMS = "naive", bug, ms(*budget)
-		return emit(rec)
+		run.Seed = seed
+		return run, nil
 	}
 	// The child died: a -race report, a panic on the executor, or a hang
 	// past every timeout. Its wall time is the time to detect.
@@ -198,16 +212,16 @@ func naive(args []string) error {
 	se := stderr.String()
 	switch {
 	case code == 66 || strings.Contains(se, "WARNING: DATA RACE"):
-		rec.Check, rec.Detail = "race", clip(firstLines(se[strings.Index(se, "WARNING: DATA RACE"):], 6), 400)
+		run.Check, run.Detail = "race", clip(firstLines(se[max(0, strings.Index(se, "WARNING: DATA RACE")):], 6), 400)
 	case strings.Contains(se, "panic:"):
-		rec.Check, rec.Detail = "panic", clip(se[strings.Index(se, "panic:"):], 300)
+		run.Check, run.Detail = "panic", clip(se[strings.Index(se, "panic:"):], 300)
 	case ctx.Err() != nil:
-		rec.Check, rec.Detail = "timeout", "the stress process did not finish"
+		run.Check, run.Detail = "timeout", "the stress process did not finish"
 	default:
-		return fmt.Errorf("naive child: %v: %s", runErr, clip(se, 500))
+		return run, fmt.Errorf("naive child: %v: %s", runErr, clip(se, 500))
 	}
-	rec.AtMS = wall
-	return emit(rec)
+	run.AtMS = wall
+	return run, nil
 }
 
 func naiveChild(args []string) error {
@@ -216,14 +230,14 @@ func naiveChild(args []string) error {
 	seed := fs.Uint64("seed", 1, "")
 	fs.Parse(args)
 	rep := realstress.Run(realstress.Options{Duration: *budget, Seed: *seed})
-	rec := zootest.NaiveRecord{Ops: rep.Ops, Rounds: rep.Rounds}
+	run := zootest.NaiveRun{Seed: *seed, Ops: rep.Ops, Rounds: rep.Rounds}
 	if f := rep.Naive; f != nil {
-		rec.Check, rec.AtMS, rec.Detail = f.Check, ms(f.At), clip(f.Detail, 300)
+		run.Check, run.AtMS, run.Detail = f.Check, ms(f.At), clip(f.Detail, 300)
 	}
 	if f := rep.Arena; f != nil {
-		rec.ArenaCheck, rec.ArenaMS = f.Check, ms(f.At)
+		run.ArenaCheck, run.ArenaMS = f.Check, ms(f.At)
 	}
-	return emit(rec)
+	return emit(run)
 }
 
 func render(args []string) error {
