@@ -380,7 +380,9 @@ func (m *Monitor) honestyLocked(c *callRec, row int, s drivers.Status) {
 	case present && s == drivers.Miss:
 		m.violateLocked(Violation{Rule: RuleMissHonest, Call: c.id, Row: row, Key: key,
 			Detail: "FETCH answered MISS for a key known present (a fault reported as a miss?)"})
-	case !present && s == drivers.Fault && (m.opts.Injected == nil || !m.opts.Injected(c.id, row)):
+	case !present && s == drivers.Fault && m.caps.AbsentIsMiss && (m.opts.Injected == nil || !m.opts.Injected(c.id, row)):
+		// Only a driver that declares AbsentIsMiss promises MISS for an
+		// absent key; without it an absent FETCH may honestly FAULT.
 		m.violateLocked(Violation{Rule: RuleMissHonest, Call: c.id, Row: row, Key: key,
 			Detail: "FETCH answered FAULT for a key known absent, with no fault injected (a miss reported as a fault?)"})
 	}

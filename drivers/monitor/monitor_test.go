@@ -523,3 +523,21 @@ func TestPassThrough(t *testing.T) {
 		t.Fatalf("a driver without together-registration gained it through the monitor %s", repro)
 	}
 }
+
+// TestAbsentMayFault: a FETCH FAULT of a key known absent is D-MISS-HONEST
+// only for a driver that declares AbsentIsMiss; without it an absent key may
+// honestly FAULT.
+func TestAbsentMayFault(t *testing.T) {
+	for _, absentIsMiss := range []bool{true, false} {
+		caps := drivers.Capabilities{MaxRowsPerOp: 4, CanFetch: true, CanPublish: true, CanCancel: true, AbsentIsMiss: absentIsMiss}
+		e := newEnv(t, 1, bugs{MissAsFault: true}, envOpt{caps: caps})
+		scenarioTruth(e)
+		flagged := false
+		for _, v := range e.m.Finish() {
+			flagged = flagged || v.Rule == RuleMissHonest
+		}
+		if flagged != absentIsMiss {
+			t.Fatalf("AbsentIsMiss=%v: D-MISS-HONEST flagged=%v, want %v (repro: go test ./drivers/monitor -run TestAbsentMayFault)", absentIsMiss, flagged, absentIsMiss)
+		}
+	}
+}
