@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: help test race lint fuzz-smoke bench swarm determinism results
+.PHONY: help test race lint fuzz-smoke bench swarm determinism zoo results
 help: ## print this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
 
@@ -32,5 +32,8 @@ swarm: ## the main job: a seed swarm on the in-memory driver
 determinism: ## every seed twice, trace hashes must match
 	$(GO) run ./cmd/storesim run --seeds 0:300 --check-determinism
 
-results: ## regenerate docs/RESULTS.md
+zoo: ## the bug zoo: every planted backend bug caught, time to detect vs a naive stress test (docs/ZOO.md, ~10 min)
+	scripts/zoo.sh
+
+results: ## regenerate docs/RESULTS.md (bench, main job, certify times) and docs/ZOO.md
 	scripts/results.sh

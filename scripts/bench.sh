@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench: every benchmark the issues ask for, run side by side in one
-# process per package, printed as ratios (the machine is shared and noisy:
+# process per package (repeated benchmarks alternate, medians taken), printed as ratios (the machine is shared and noisy:
 # absolute figures drift, ratios measured together hold). Under 5 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,13 +8,14 @@ out=${BENCH_OUT:-$(mktemp)}
 run() { go test -run '^$' -count 1 "$@" | tee -a "$out" | grep -E '^Benchmark' ; }
 : > "$out"
 echo "# machine: $(nproc) cores, $(go version | cut -d' ' -f3-), $(date -u +%F)"
-run -bench 'Loop' -benchtime 2000000x ./sim
+run -bench 'Loop' -benchtime 2000000x -count 3 ./sim
 run -bench 'RunSeed' -benchtime 300x ./sim/harness
 run -bench 'Check' -benchtime 5x ./model
-run -bench 'Overhead' -benchtime 20000x ./drivers/monitor
+run -bench 'Overhead' -benchtime 50000x -count 5 ./drivers/monitor
 run -bench 'DecodeRun' -benchtime 300x ./fuzz
-metric() { # metric BENCH-REGEX UNIT → the value before UNIT on the first matching line
-  grep -E "^$1" "$out" | head -1 | awk -v u="$2" '{for (i=2;i<=NF;i++) if ($i==u) {print $(i-1); exit}}'
+metric() { # metric BENCH-REGEX UNIT → the median of the values before UNIT on the matching lines
+  grep -E "^$1-" "$out" | awk -v u="$2" '{for (i=2;i<=NF;i++) if ($i==u) print $(i-1)}' | sort -g |
+    awk '{v[NR]=$1} END{if (NR) print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'
 }
 sched=$(metric 'BenchmarkSchedulerLoop' events/s); bare=$(metric 'BenchmarkBareLoop' events/s)
 seeds=$(metric 'BenchmarkRunSeed' seeds/s); evs=$(metric 'BenchmarkRunSeed' events/seed)
