@@ -31,15 +31,7 @@ func (h *eventHeap) peek() *event { return &h.es[0] }
 
 func (h *eventHeap) push(e event) {
 	h.es = append(h.es, e)
-	i := len(h.es) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !h.es[i].before(&h.es[p]) {
-			break
-		}
-		h.es[i], h.es[p] = h.es[p], h.es[i]
-		i = p
-	}
+	h.up(len(h.es) - 1)
 }
 
 func (h *eventHeap) pop() event {
@@ -48,8 +40,25 @@ func (h *eventHeap) pop() event {
 	n := len(es) - 1
 	es[0] = es[n]
 	es[n] = event{}
-	es = es[:n]
-	i := 0
+	h.es = es[:n]
+	h.down(0)
+	return top
+}
+
+func (h *eventHeap) up(i int) {
+	es := h.es
+	for i > 0 {
+		p := (i - 1) / 2
+		if !es[i].before(&es[p]) {
+			break
+		}
+		es[i], es[p] = es[p], es[i]
+		i = p
+	}
+}
+
+func (h *eventHeap) down(i int) {
+	es, n := h.es, len(h.es)
 	for {
 		l := 2*i + 1
 		if l >= n {
@@ -65,6 +74,4 @@ func (h *eventHeap) pop() event {
 		es[i], es[m] = es[m], es[i]
 		i = m
 	}
-	h.es = es
-	return top
 }

@@ -124,34 +124,3 @@ func (h *eventHeap) remove(i int) event {
 	}
 	return out
 }
-
-func (h *eventHeap) up(i int) {
-	es := h.es
-	for i > 0 {
-		p := (i - 1) / 2
-		if !es[i].before(&es[p]) {
-			break
-		}
-		es[i], es[p] = es[p], es[i]
-		i = p
-	}
-}
-
-func (h *eventHeap) down(i int) {
-	es, n := h.es, len(h.es)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if r := l + 1; r < n && es[r].before(&es[l]) {
-			m = r
-		}
-		if !es[m].before(&es[i]) {
-			break
-		}
-		es[i], es[m] = es[m], es[i]
-		i = m
-	}
-}
