@@ -146,7 +146,8 @@ type run struct {
 	log   *workload.Log
 	cfg   Config
 	res   *Result
-	s     *sim.Scheduler
+	s     *sim.Scheduler // nil in real time (realmode.go)
+	clock sim.Clock      // s, or the realtime runtime: what the shared code stamps with
 	store *memdriver.Store
 	seq   atomic.Int64
 	eps   []*endpoint
@@ -175,6 +176,7 @@ type opState struct {
 
 func (r *run) setup() error {
 	r.s = sim.New(schedOptions(r.log.Seed))
+	r.clock = r.s
 	store, err := memdriver.NewStore(memdriver.StoreOptions{
 		Evicting: r.log.Store == "evicting", EvictChance: evictChance(r.log.Store),
 		Rand: r.s.Rand("harness/store"), OnEvent: r.storeEvent,
@@ -300,13 +302,13 @@ func (r *run) submit(i int, st *opState) {
 	if err != nil {
 		st.skipped = err.Error()
 		if rerr := ep.lender.Return(loan); rerr != nil {
-			r.res.add(ep.spec.Name, model.Violation{Rule: "harness", Class: model.Safety, Row: -1, At: r.s.Now(), Seed: r.log.Seed, Detail: rerr.Error()})
+			r.res.add(ep.spec.Name, model.Violation{Rule: "harness", Class: model.Safety, Row: -1, At: r.clock.Now(), Seed: r.log.Seed, Detail: rerr.Error()})
 		}
 		return
 	}
 	st.attempt = a
 	if err := ep.lender.Attach(loan, a); err != nil {
-		r.res.add(ep.spec.Name, model.Violation{Rule: "harness", Class: model.Safety, Row: -1, At: r.s.Now(), Seed: r.log.Seed, Detail: err.Error()})
+		r.res.add(ep.spec.Name, model.Violation{Rule: "harness", Class: model.Safety, Row: -1, At: r.clock.Now(), Seed: r.log.Seed, Detail: err.Error()})
 	}
 }
 

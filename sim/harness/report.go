@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/model"
@@ -16,12 +17,20 @@ import (
 // changes).
 func (r *Result) Repro() string {
 	c := r.Config.withDefaults()
+	if r.RealTime {
+		// A real run cannot be replayed in the simulator: rerun its seed
+		// (same workload, a new interleaving).
+		return fmt.Sprintf("storesim run --driver %s --seeds %d:1 --profile %s --ops %d", c.Driver, r.Seed, c.Profile, c.Ops)
+	}
 	return fmt.Sprintf("storesim replay --seed %d --driver %s --profile %s --ops %d", r.Seed, c.Driver, c.Profile, c.Ops)
 }
 
 // Summary is one line: verdict, rule, seed and trace hash.
 func (r *Result) Summary() string {
 	s := fmt.Sprintf("seed %d: %s trace=%016x steps=%d", r.Seed, r.Verdict, r.TraceHash, r.Steps)
+	if r.RealTime {
+		s = fmt.Sprintf("seed %d: %s real-time elapsed=%v", r.Seed, r.Verdict, r.End.Round(time.Microsecond))
+	}
 	if rule := r.Rule(); rule != "" {
 		s += " rule=" + rule
 	}
@@ -36,6 +45,9 @@ func (r *Result) Summary() string {
 // porcupine verdict, and the command that replays it.
 func (r *Result) WriteReport(w io.Writer) {
 	fmt.Fprintln(w, r.Summary())
+	if r.RealTime {
+		fmt.Fprintln(w, "real time: the seed replays the workload, not the interleaving (timing is real, no trace hash); fault lines are ignored")
+	}
 	if r.Err != nil {
 		fmt.Fprintf(w, "harness error: %v\n", r.Err)
 	}

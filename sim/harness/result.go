@@ -66,6 +66,10 @@ type Result struct {
 	Config Config
 	// Stats: attempts admitted and their outcomes, across endpoints.
 	Attempts, Delivered, Failed, Cancelled, Skipped int
+	// RealTime: the run played on the wall clock against a real driver
+	// (RunReal). Its seed replays the workload, not the interleaving;
+	// TraceHash and Steps are 0 (there is no scheduler to hash).
+	RealTime bool
 }
 
 // Rule is the first failing rule ("" on a pass).
@@ -82,7 +86,7 @@ func (r *Result) add(ep string, v model.Violation) {
 
 // check runs every oracle after the scheduler went idle (or gave up).
 func (r *run) check(runErr error) {
-	res, at, seed := r.res, r.s.Now(), r.log.Seed
+	res, at, seed := r.res, r.clock.Now(), r.log.Seed
 	var hang *sim.HangError
 	switch {
 	case errors.As(runErr, &hang):
@@ -164,7 +168,7 @@ func (r *run) checkAttempts(idle bool) {
 			continue
 		}
 		if !a.Committed() || a.Access() == drivers.AccessPending {
-			res.add(st.ep.spec.Name, model.Violation{Rule: "liveness", Class: model.Liveness, Row: -1, At: r.s.Now(), Seed: r.log.Seed,
+			res.add(st.ep.spec.Name, model.Violation{Rule: "liveness", Class: model.Liveness, Row: -1, At: r.clock.Now(), Seed: r.log.Seed,
 				Detail: fmt.Sprintf("op %d (%s): attempt %d ended the run with outcome %v, access %v", i, st.op.Kind, a.ID(), a.Outcome(), a.Access())})
 		}
 	}
