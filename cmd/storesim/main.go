@@ -9,7 +9,7 @@
 //	storesim replay   --seed N [--driver NAME] [--profile P] [--ops N] | FILE|DIR
 //	                  [--viz FILE] [--save FILE] [--json]
 //	storesim shrink   --seed N [--driver NAME] [--profile P] [--ops N] | FILE|DIR
-//	                  [--time 60s] [--max-runs N] [--out FILE]
+//	                  [--time 60s] [--max-runs N] [--out FILE] [--scenario FILE]
 //	storesim drivers
 //	storesim certify  --driver NAME [--json]
 //	storesim scenario [FILE|DIR…] [--rewrite]

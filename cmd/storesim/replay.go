@@ -9,9 +9,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/storesim/storesim/scenarios"
 	"github.com/storesim/storesim/sim/harness"
 	"github.com/storesim/storesim/sim/shrink"
 	"github.com/storesim/storesim/sim/workload"
@@ -195,6 +197,7 @@ func shrinkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	budget := fs.Duration("time", time.Minute, "wall-clock cap; the smallest failing log found so far is written when it runs out")
 	maxRuns := fs.Int("max-runs", 0, "cap on candidate runs (0: none)")
 	out := fs.String("out", "", "write the shrunk op log here (default stdout)")
+	scen := fs.String("scenario", "", "also write the shrunk failure as a scenario file with its expected output, ready to become a regression test")
 	pos, err := parseFlags(fs, args, stdout)
 	if err == nil && *budget <= 0 {
 		err = usagef("--time %v: want a positive duration", *budget)
@@ -233,6 +236,11 @@ func shrinkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		io.WriteString(stdout, text)
 	}
+	if *scen != "" {
+		if err := writeScenario(*scen, res, origin, stderr); err != nil {
+			return inputErr("shrink", fmt.Errorf("--scenario: %w", err), stderr)
+		}
+	}
 	state := "a local minimum"
 	if !res.Done {
 		state = "stopped by the budget"
@@ -240,4 +248,28 @@ func shrinkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "shrink: %s %s kept: %d ops -> %d ops in %d runs, %v (%s); trace %016x\nshrink: from %s\nshrink:   to %s\n",
 		res.Verdict, res.Rule, from.Ops, len(res.Log.Ops), res.Runs, time.Since(start).Round(time.Millisecond), state, res.Run.TraceHash, from, shrink.SizeOf(res.Log))
 	return exitPass
+}
+
+// writeScenario converts the shrunk log to a scenario file (issue 7: the
+// minimized failure as a regression test) and says whether its run, under
+// the scenario scheduler's interleaving, still breaks the rule.
+func writeScenario(path string, res *shrink.Result, origin string, stderr io.Writer) error {
+	body, err := scenarios.FromOpLog(res.Log)
+	if err != nil {
+		return err
+	}
+	text := fmt.Sprintf("# storesim shrink: %s failure, rule %s, shrunk to %s\n# origin: %s\n# run: storesim scenario %s\n", res.Verdict, res.Rule, shrink.SizeOf(res.Log), origin, path) + body
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		return err
+	}
+	run, err := scenarios.Run(path, text, scenarios.Options{})
+	switch {
+	case err != nil || !run.Passed():
+		return fmt.Errorf("the scenario written to %s does not pass as written (err %v)", path, err)
+	case slices.Contains(run.Rules, res.Rule):
+		fmt.Fprintf(stderr, "shrink: scenario written to %s; its check reports %s\n", path, res.Rule)
+	default:
+		fmt.Fprintf(stderr, "shrink: scenario written to %s, but its run reports %v, not %s: its interleaving differs from the harness's; the op log is the regression\n", path, run.Rules, res.Rule)
+	}
+	return nil
 }
