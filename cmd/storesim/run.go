@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/redisdriver"
 	"github.com/storesim/storesim/drivers/registry"
 	"github.com/storesim/storesim/model"
 	"github.com/storesim/storesim/sim/harness"
@@ -74,15 +75,116 @@ func checkDriver(name string) error {
 			return nil
 		}
 	}
-	if strings.HasPrefix(name, "redis://") {
-		return usagef("--driver %s: a real store cannot run in the simulator (seeds, replay, shrink); use a simulated driver (storesim drivers)", name)
+	if strings.HasPrefix(name, redisScheme) {
+		return usagef("--driver %s: a real store cannot run in the simulator (replay, shrink, scenario); storesim run --driver %s runs it in real time", name, name)
 	}
 	return usagef("--driver: unknown driver %q (known: %s)", name, strings.Join(registry.Names(), ", "))
+}
+
+// realFlags are run's flags for a real store (--driver redis://HOST:PORT).
+// The run is then harness.RunReal: the seed's workload in real time against
+// the Redis driver, one seed after another unless --workers says otherwise
+// (each seed has its own key prefix, so parallel seeds never see each
+// other's keys; they only skew each other's timing).
+type realFlags struct {
+	addr, url string // host:port and the --driver URL; "" for simulated drivers
+	stretch   float64
+	wait      time.Duration
+}
+
+func (f *realFlags) register(fs *flag.FlagSet) {
+	fs.Float64Var(&f.stretch, "stretch", 0, fmt.Sprintf("redis:// only: issue each op at STRETCH × its virtual time (default %d; 1 is the most concurrent, and most attempts are then cancelled by the closing shutdowns)", harness.DefaultStretch))
+	fs.DurationVar(&f.wait, "wait", 0, "redis:// only: how long after the last op every endpoint's shutdown may take; longer is a liveness failure (default 10s)")
+}
+
+// refuse rejects the real-time flags for a simulated driver.
+func (f *realFlags) refuse(fs *flag.FlagSet) error {
+	if wasSet(fs, "stretch") || wasSet(fs, "wait") {
+		return usagef("--stretch and --wait apply to redis:// drivers only")
+	}
+	return nil
+}
+
+// config validates the flags of a real-time run into a harness config.
+func (f *realFlags) config(g *genFlags, fs *flag.FlagSet) (harness.Config, error) {
+	addr, err := parseRedisURL(g.driver)
+	if err != nil {
+		return harness.Config{}, err
+	}
+	p, err := harness.ParseProfile(g.profile)
+	switch {
+	case err != nil:
+		return harness.Config{}, usagef("--profile: %v", err)
+	case g.ops <= 0:
+		return harness.Config{}, usagef("--ops %d: want a positive number of ops", g.ops)
+	case g.linTimeout < 0:
+		return harness.Config{}, usagef("--lin-timeout %v: want a positive duration", g.linTimeout)
+	case wasSet(fs, "max-steps"):
+		return harness.Config{}, usagef("--max-steps: %s runs in real time, without scheduler steps (bound it with --wait)", g.driver)
+	case f.stretch < 0 || f.stretch != f.stretch:
+		return harness.Config{}, usagef("--stretch %g: want a positive factor", f.stretch)
+	case f.wait < 0:
+		return harness.Config{}, usagef("--wait %v: want a positive duration", f.wait)
+	}
+	f.addr, f.url = addr, g.driver
+	return harness.Config{Driver: g.driver, Profile: p, Ops: g.ops, LinTimeout: g.linTimeout}, nil
+}
+
+// parseRedisURL reads redis://HOST:PORT.
+func parseRedisURL(url string) (string, error) {
+	addr := strings.TrimPrefix(url, redisScheme)
+	if addr == "" || strings.ContainsAny(addr, "/ ") || !strings.Contains(addr, ":") {
+		return "", usagef("--driver %q: want redis://HOST:PORT", url)
+	}
+	return addr, nil
+}
+
+// ping connects once, so an unreachable server is one error line (exit 2)
+// rather than a harness error per seed.
+func (f *realFlags) ping() error {
+	d, err := redisdriver.New(redisdriver.Config{Addr: f.addr})
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.url, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	d.Shutdown(ctx)
+	return nil
+}
+
+func (f *realFlags) effectiveStretch() float64 {
+	if f.stretch == 0 {
+		return harness.DefaultStretch
+	}
+	return f.stretch
+}
+
+// rd is the Redis driver of one seed's run: every endpoint's driver on a
+// fresh key prefix (storesim-run/<seed>/<nanotime>/) with the endpoint's
+// capabilities, and a cleanup that deletes the prefix's keys.
+func (f *realFlags) rd(seed uint64) harness.RealDriver {
+	addr := f.addr
+	prefix := fmt.Sprintf("storesim-run/%d/%d/", seed, time.Now().UnixNano())
+	return harness.RealDriver{
+		Name: f.url, Stretch: f.stretch, Wait: f.wait,
+		New: func(_ string, env registry.Env) (drivers.Driver, error) {
+			return redisdriver.New(redisdriver.Config{Addr: addr, Prefix: prefix, Caps: env.Caps})
+		},
+		Cleanup: func(ctx context.Context) error {
+			admin, err := redisdriver.New(redisdriver.Config{Addr: addr, Prefix: prefix})
+			if err != nil {
+				return err
+			}
+			defer admin.Shutdown(ctx)
+			return admin.Flush(ctx)
+		},
+	}
 }
 
 type runOpts struct {
 	gen         genFlags
 	cfg         harness.Config
+	real        realFlags // a redis:// driver: the run is in real time
 	seeds       seedSpec
 	shard       shard
 	budget      time.Duration
@@ -101,17 +203,22 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	seeds := fs.String("seeds", "0:1000", "seeds to run: START:COUNT, or random (fresh seeds until --budget ends)")
 	shardFlag := fs.String("shard", "0/1", "run part I of N (0-based) of the seed range; N machines with I = 0…N-1 cover it exactly once")
 	fs.DurationVar(&o.budget, "budget", 0, "stop starting seeds after this long (default 10m with --seeds random, none otherwise)")
-	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "seeds run in parallel (results and output do not depend on it)")
+	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "seeds run in parallel (results and output do not depend on it; redis:// runs default to 1)")
 	fs.BoolVar(&o.json, "json", false, "JSON Lines on stdout: one record per seed, then a summary record")
 	fs.StringVar(&o.out, "out", "", "write one folder per failing seed here (oplog.txt, report.txt, porcupine.html, repro.txt)")
 	fs.BoolVar(&o.determinism, "check-determinism", false, "run every seed twice; any trace-hash difference fails (exit 1)")
 	fs.BoolVar(&o.verbose, "v", false, "print a line for every seed, not only failing ones")
+	o.real.register(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err == nil && len(pos) > 0 {
 		err = usagef("unexpected argument %q (run takes only flags)", pos[0])
 	}
 	if err == nil {
-		o.cfg, err = o.gen.config()
+		if strings.HasPrefix(o.gen.driver, redisScheme) {
+			o.cfg, err = o.real.config(&o.gen, fs)
+		} else if err = o.real.refuse(fs); err == nil {
+			o.cfg, err = o.gen.config()
+		}
 	}
 	if err == nil {
 		o.seeds, err = parseSeeds(*seeds)
@@ -127,9 +234,19 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = usagef("--workers %d: want at least 1", o.workers)
 	case o.budget < 0:
 		err = usagef("--budget %v: want a positive duration", o.budget)
+	case o.real.addr != "" && o.determinism:
+		err = usagef("--check-determinism: %s runs in real time, where a seed replays the workload, not the interleaving: there is no trace hash to compare", o.gen.driver)
 	}
 	if err != nil {
 		return flagErr("run", err, stderr)
+	}
+	if o.real.addr != "" {
+		if !wasSet(fs, "workers") {
+			o.workers = 1 // real waits: parallel runs would only skew each other's timing
+		}
+		if err := o.real.ping(); err != nil {
+			return inputErr("run", err, stderr)
+		}
 	}
 	if o.seeds.random {
 		if o.budget == 0 {
@@ -175,6 +292,9 @@ func (o *runOpts) swarm(ctx context.Context, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, " shard=%d/%d (seeds %d:%d)", o.shard.i, o.shard.n, src.start, src.count)
 	}
 	fmt.Fprintf(stderr, " workers=%d version=%s\n", o.workers, version)
+	if o.real.addr != "" {
+		fmt.Fprintf(stderr, "real time (stretch %g): a seed replays the workload, not the interleaving; no trace hashes; fault lines ignored; each seed on its own key prefix, flushed after\n", o.real.effectiveStretch())
+	}
 
 	jobs := make(chan job)
 	order := make(chan chan outcome, 4*o.workers)
@@ -215,6 +335,9 @@ func (o *runOpts) swarm(ctx context.Context, stdout, stderr io.Writer) int {
 }
 
 func (o *runOpts) runSeed(seed uint64) outcome {
+	if o.real.addr != "" {
+		return outcome{res: harness.RunReal(harness.Plan(seed, o.cfg), o.cfg, o.real.rd(seed))}
+	}
 	oc := outcome{res: harness.RunSeed(seed, o.cfg)}
 	if o.determinism {
 		oc.second = harness.RunSeed(seed, o.cfg)
@@ -253,6 +376,8 @@ type seedRecord struct {
 	Repro     string `json:"repro"`
 	Steps     uint64 `json:"steps"`
 	Failures  int    `json:"failures"`
+	// RealTime: a redis:// run; trace_hash and steps are then 0.
+	RealTime bool `json:"real_time,omitempty"`
 	// With --check-determinism, on a mismatch: the second run's hash.
 	SecondTraceHash string `json:"second_trace_hash,omitempty"`
 	Error           string `json:"error,omitempty"`
@@ -306,7 +431,7 @@ func classOf(r *harness.Result) string {
 
 func record(r *harness.Result) seedRecord {
 	rec := seedRecord{Type: "seed", Seed: r.Seed, TraceHash: fmt.Sprintf("%016x", r.TraceHash), Verdict: string(r.Verdict),
-		Class: classOf(r), Rule: r.Rule(), Repro: reproOf(r), Steps: r.Steps, Failures: len(r.Failures)}
+		Class: classOf(r), Rule: r.Rule(), Repro: reproOf(r), Steps: r.Steps, Failures: len(r.Failures), RealTime: r.RealTime}
 	if r.Err != nil {
 		rec.Error = r.Err.Error()
 	}
@@ -432,8 +557,12 @@ func (t *tally) finish(ctx context.Context) int {
 	}
 	el := time.Since(t.start)
 	rate := float64(s.Seeds) / el.Minutes()
-	fmt.Fprintf(t.stderr, "failures: %d safety, %d liveness, %d unknown, %d harness-error, %d determinism; %d seeds in %v (%.0f seeds/min, %.0f events/seed)",
-		s.Safety, s.Liveness, s.Unknown, s.HarnessError, s.Determinism, s.Seeds, el.Round(time.Millisecond), rate, float64(t.steps)/float64(max(s.Seeds, 1)))
+	fmt.Fprintf(t.stderr, "failures: %d safety, %d liveness, %d unknown, %d harness-error, %d determinism; %d seeds in %v (%.0f seeds/min",
+		s.Safety, s.Liveness, s.Unknown, s.HarnessError, s.Determinism, s.Seeds, el.Round(time.Millisecond), rate)
+	if t.o.real.addr == "" {
+		fmt.Fprintf(t.stderr, ", %.0f events/seed", float64(t.steps)/float64(max(s.Seeds, 1)))
+	}
+	fmt.Fprint(t.stderr, ")")
 	if s.Interrupted {
 		fmt.Fprint(t.stderr, "; stopped early (budget or interrupt)")
 	}
@@ -454,6 +583,11 @@ func writeFailure(root string, r *harness.Result) (string, error) {
 	r.WriteReport(&report)
 	vizErr := r.WriteVisualization(&viz)
 	repro := fmt.Sprintf("%s\nstoresim replay %s\nstoresim shrink %s --out %s\n", reproOf(r), dir, dir, filepath.Join(dir, "shrunk.txt"))
+	if r.RealTime {
+		// The simulator refuses a real store: rerun the seed in real time
+		// (same workload, a new interleaving).
+		repro = reproOf(r) + "\n"
+	}
 	files := []struct{ name, text string }{
 		{"oplog.txt", fmt.Sprintf("# %s\n# repro: %s\n%s", r.Summary(), reproOf(r), r.Log.String())},
 		{"report.txt", report.String()},

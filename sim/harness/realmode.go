@@ -127,7 +127,7 @@ func RunReal(log *workload.Log, cfg Config, rd RealDriver) *Result {
 	cfg = cfg.withDefaults()
 	rd = rd.withDefaults()
 	log = withoutFaults(log)
-	r := &run{log: log, cfg: cfg, res: &Result{Seed: log.Seed, Log: log, Config: cfg, RealTime: true}}
+	r := &run{log: log, cfg: cfg, res: &Result{Seed: log.Seed, Log: log, Config: cfg, RealTime: true, Stretch: rd.Stretch}}
 	if rd.New == nil {
 		r.res.Verdict, r.res.Err = HarnessError, errors.New("real time: RealDriver.New is nil")
 		return r.res

@@ -20,7 +20,11 @@ func (r *Result) Repro() string {
 	if r.RealTime {
 		// A real run cannot be replayed in the simulator: rerun its seed
 		// (same workload, a new interleaving).
-		return fmt.Sprintf("storesim run --driver %s --seeds %d:1 --profile %s --ops %d", c.Driver, r.Seed, c.Profile, c.Ops)
+		cmd := fmt.Sprintf("storesim run --driver %s --seeds %d:1 --profile %s --ops %d", c.Driver, r.Seed, c.Profile, c.Ops)
+		if r.Stretch != 0 && r.Stretch != DefaultStretch {
+			cmd += fmt.Sprintf(" --stretch %g", r.Stretch)
+		}
+		return cmd
 	}
 	return fmt.Sprintf("storesim replay --seed %d --driver %s --profile %s --ops %d", r.Seed, c.Driver, c.Profile, c.Ops)
 }

@@ -68,8 +68,10 @@ type Result struct {
 	Attempts, Delivered, Failed, Cancelled, Skipped int
 	// RealTime: the run played on the wall clock against a real driver
 	// (RunReal). Its seed replays the workload, not the interleaving;
-	// TraceHash and Steps are 0 (there is no scheduler to hash).
+	// TraceHash and Steps are 0 (there is no scheduler to hash). Stretch is
+	// then the RealDriver.Stretch it ran with.
 	RealTime bool
+	Stretch  float64
 }
 
 // Rule is the first failing rule ("" on a pass).
