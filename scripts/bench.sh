@@ -13,6 +13,11 @@ run -bench 'RunSeed' -benchtime 300x ./sim/harness
 run -bench 'Check' -benchtime 5x ./model
 run -bench 'Overhead' -benchtime 50000x -count 5 ./drivers/monitor
 run -bench 'DecodeRun' -benchtime 300x ./fuzz
+# Optional: the monitor on the Redis driver needs a server
+# (scripts/with-redis.sh scripts/bench.sh provides one).
+if [ -n "${STORESIM_REDIS_ADDR:-}" ]; then
+  run -bench 'MonitorOverhead' -benchtime 1000x -count 5 ./drivers/redisdriver
+fi
 metric() { # metric BENCH-REGEX UNIT → the median of the values before UNIT on the matching lines
   grep -E "^$1-" "$out" | awk -v u="$2" '{for (i=2;i<=NF;i++) if ($i==u) print $(i-1)}' | sort -g |
     awk '{v[NR]=$1} END{if (NR) print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'
@@ -29,4 +34,12 @@ awk -v n="$seeds" -v e="$evs" -v b="$bare" 'BEGIN{printf "full pipeline: %.0f se
 grep -E '^BenchmarkCheck' "$out" | awk '{for (i=2;i<=NF;i++) if ($i=="ms/10k-ops") v=$(i-1); printf "porcupine %-32s %8.2f ms per 10k ops\n", $1, v}'
 awk -v b="$fb" -v m="$fm" 'BEGIN{printf "monitor overhead, fake driver (worst case): monitored/bare = %.2f\n", m/b}'
 awk -v b="$mb" -v m="$mm" 'BEGIN{printf "monitor overhead, memdriver: monitored/bare = %.2f\n", m/b}'
+if [ -n "${STORESIM_REDIS_ADDR:-}" ]; then
+  # Median of the 5 paired ratios (bare and monitored pairs alternate in one loop).
+  grep -E '^BenchmarkMonitorOverhead/monitored' "$out" |
+    awk '{for (i=2;i<=NF;i++) if ($i=="monitored/bare") print $(i-1)}' | sort -g |
+    awk '{v[NR]=$1} END{m=v[int((NR+1)/2)]; printf "monitor overhead, Redis driver (real server, paired, median of %d): monitored/bare = %.3f, throughput loss %.1f %% (goal <= 10 %%)\n", NR, m, 100*(1-1/m)}'
+else
+  echo "monitor overhead, Redis driver: skipped (no STORESIM_REDIS_ADDR; run scripts/with-redis.sh scripts/bench.sh)"
+fi
 awk -v f="$fz" 'BEGIN{printf "fuzz: one 100-op decode+run = %.2f ms → %.0f execs/s per core before coverage instrumentation\n", f/1e6, 1e9/f}'
