@@ -10,6 +10,10 @@
 // A result is a pass or failures classed as safety or liveness (kept apart,
 // as TigerBeetle does), with the trace hash that proves a replay identical.
 // A porcupine timeout is its own verdict, never a pass.
+//
+// RunReal (realmode.go) is the same run function in real time, for real
+// drivers over real stores: a seed then replays the workload, not the
+// interleaving.
 package harness
 
 import (

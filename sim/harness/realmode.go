@@ -121,6 +121,9 @@ func (rd RealDriver) withDefaults() RealDriver {
 // as Run does (see the file comment for what differs). cfg.Factory and
 // cfg.MaxSteps do not apply; cfg.Driver defaults to rd.Name.
 func RunReal(log *workload.Log, cfg Config, rd RealDriver) *Result {
+	if log == nil {
+		return &Result{Verdict: HarnessError, Err: errors.New("real time: no op log"), RealTime: true, Config: cfg}
+	}
 	if cfg.Driver == "" {
 		cfg.Driver = rd.Name
 	}

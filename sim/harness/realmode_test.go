@@ -242,3 +242,15 @@ func TestRunRealKeepsWorkload(t *testing.T) {
 			res.Summary(), res.Log, Plan(3, cfg))
 	}
 }
+
+// TestRunRealBadInput: no log or no factory is a harness error, not a panic.
+func TestRunRealBadInput(t *testing.T) {
+	for name, res := range map[string]*Result{
+		"nil log":     RunReal(nil, Config{}, memReal(nil)),
+		"nil factory": RunReal(Plan(1, Config{}), Config{}, RealDriver{Name: "x"}),
+	} {
+		if res.Verdict != HarnessError || res.Err == nil || !res.RealTime {
+			t.Errorf("%s: verdict %s, error %v (repro: go test ./sim/harness -run '^TestRunRealBadInput$')", name, res.Verdict, res.Err)
+		}
+	}
+}
