@@ -128,7 +128,7 @@ func Run(log *workload.Log, cfg Config) *Result {
 		return r.res
 	}
 	r.schedule()
-	err := r.s.RunUntilIdle(cfg.MaxSteps)
+	err := r.runToIdle()
 	r.res.TraceHash, r.res.Steps, r.res.End = r.s.TraceHash(), r.s.Steps(), r.s.Now()
 	r.check(err)
 	return r.res

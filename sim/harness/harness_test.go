@@ -127,3 +127,22 @@ func TestReportNamesRuleAndRepro(t *testing.T) {
 	}
 	t.Fatalf("no failing seed to report on (repro: go test ./sim/harness -run TestReportNamesRuleAndRepro)")
 }
+
+// panicky panics inside the first change callback it delivers: the run
+// must end as a B-SUBMIT failure of the seed, not crash the swarm.
+type panicky struct{ drivers.Driver }
+
+func (p panicky) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error) {
+	return p.Driver.Submit(b, func() { panic("planted") })
+}
+
+func TestPanicIsAFailure(t *testing.T) {
+	factory := func(name string, env registry.Env) (drivers.Driver, error) {
+		d, err := registry.New(name, env)
+		return panicky{d}, err
+	}
+	res := RunSeed(0, Config{Profile: Calm, Factory: factory})
+	if res.Verdict != Safety || res.Rule() != "B-SUBMIT" || !strings.Contains(res.Failures[0].Detail, "planted") {
+		t.Fatalf("got %s, want a B-SUBMIT failure naming the panic (repro: go test ./sim/harness -run TestPanicIsAFailure)", res.Summary())
+	}
+}

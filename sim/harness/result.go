@@ -90,7 +90,13 @@ func (r *Result) add(ep string, v model.Violation) {
 func (r *run) check(runErr error) {
 	res, at, seed := r.res, r.clock.Now(), r.log.Seed
 	var hang *sim.HangError
+	var crash *panicError
 	switch {
+	case errors.As(runErr, &crash):
+		// B-SUBMIT: after admission nothing panics; every problem goes
+		// through the attempt. The run stopped here, so only what was seen
+		// online is judged.
+		res.add("", model.Violation{Rule: "B-SUBMIT", Class: model.Safety, Row: -1, At: at, Seed: seed, Detail: crash.Error()})
 	case errors.As(runErr, &hang):
 		res.add("", model.Violation{Rule: "liveness", Class: model.Liveness, Row: -1, At: at, Seed: seed,
 			Detail: fmt.Sprintf("nothing runnable but pending: %v", hang.Pending)})

@@ -1,0 +1,38 @@
+package harness
+
+import (
+	"fmt"
+	"runtime/debug"
+	"strings"
+)
+
+// panicError is a panic raised inside a scheduled event (the backend, a
+// driver, the lender): the run stops, and it is reported as a failure of
+// the seed, not a crash of the swarm, so it can be replayed and shrunk.
+type panicError struct {
+	value any
+	where string // the first frame outside the runtime and this package
+}
+
+func (e *panicError) Error() string { return fmt.Sprintf("panic: %v (at %s)", e.value, e.where) }
+
+// runToIdle runs the scheduler to quiescence, turning a panic into an error.
+func (r *run) runToIdle() (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &panicError{value: p, where: panicSite(string(debug.Stack()))}
+		}
+	}()
+	return r.s.RunUntilIdle(r.cfg.MaxSteps)
+}
+
+// panicSite picks the function that panicked out of a stack dump.
+func panicSite(stack string) string {
+	lines := strings.Split(stack, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "panic(") && i+1 < len(lines) {
+			return strings.TrimSpace(lines[i+1])
+		}
+	}
+	return "unknown"
+}
