@@ -29,9 +29,15 @@ func (r *run) runToIdle() (err error) {
 // panicSite picks the function that panicked out of a stack dump.
 func panicSite(stack string) string {
 	lines := strings.Split(stack, "\n")
-	for i, l := range lines {
-		if strings.HasPrefix(l, "panic(") && i+1 < len(lines) {
-			return strings.TrimSpace(lines[i+1])
+	seen := false
+	for i := 0; i+1 < len(lines); i++ {
+		fn := lines[i]
+		if strings.HasPrefix(fn, "panic(") {
+			seen = true
+			continue
+		}
+		if seen && !strings.HasPrefix(fn, "\t") && !strings.HasPrefix(fn, "runtime.") {
+			return strings.TrimSpace(fn) + " " + strings.TrimSpace(lines[i+1])
 		}
 	}
 	return "unknown"
