@@ -24,7 +24,6 @@
 package zootest
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/storesim/storesim/sim/harness"
@@ -41,7 +40,7 @@ type Bug struct {
 	// Trips lists the rules the swarm may name as a failing seed's first
 	// rule: the rule it should trip first, then the accepted consequences
 	// (a corrupted slot may surface first as S-LIN). "liveness" is the
-	// harness's hang rule; "panic" is a backend panic the hunt recovered.
+	// harness's hang rule; a backend panic is the harness's B-SUBMIT.
 	// Empty for an escape.
 	Trips []string
 	// Blind says, for an escape, which check the swarm lacks.
@@ -70,7 +69,7 @@ var Bugs = []Bug{
 	{Name: "fold_stops_listening", Breaks: "B-ACCESS", What: "a call is no longer observed once its results are folded, so later access evidence is lost",
 		Trips: []string{"liveness"}},
 	{Name: "dropped_still_queued", Breaks: "B-CANCEL", What: "dropped batches are marked dropped but left in the dispatch queue, so they still run",
-		Trips: []string{"panic", "S-RELEASE", "S-NO-LATE-ACCESS", "S-LIN"}},
+		Trips: []string{"B-SUBMIT", "S-RELEASE", "S-NO-LATE-ACCESS", "S-LIN"}},
 	{Name: "cancel_no_settle", Breaks: "B-CANCEL", What: "cancel commits Cancelled but does not re-derive access: a cancelled queued attempt stays PENDING",
 		Trips: []string{"S-HOLD", "liveness"}},
 	{Name: "late_success", Breaks: "B-OUTCOME", What: "a late success overrides a committed cancel",
@@ -136,12 +135,12 @@ type Hunt struct {
 	Tried uint64 // seeds run, including the failing one
 	Found bool
 	Seed  uint64 // the failing seed, when Found
-	// Verdict and Rule of the failing seed: the harness's, or "panic" for a
-	// panic the hunt recovered (the harness does not recover panics).
+	// Verdict and Rule of the failing seed (a backend panic is the
+	// harness's B-SUBMIT failure).
 	Verdict string
 	Rule    string
 	Detail  string
-	Result  *harness.Result // nil for a panic
+	Result  *harness.Result
 }
 
 // HuntSwarm runs seeds start, start+1, … (at most limit) in the current build
@@ -151,25 +150,11 @@ func HuntSwarm(start, limit uint64, cfg harness.Config) Hunt {
 	h := Hunt{Start: start}
 	for seed := start; seed < start+limit; seed++ {
 		h.Tried++
-		res, panicked := runSeed(seed, cfg)
-		switch {
-		case panicked != "":
-			h.Found, h.Seed, h.Verdict, h.Rule, h.Detail = true, seed, "panic", "panic", panicked
-			return h
-		case res.Verdict == harness.Safety || res.Verdict == harness.Liveness:
+		if res := harness.RunSeed(seed, cfg); res.Verdict == harness.Safety || res.Verdict == harness.Liveness {
 			h.Found, h.Seed, h.Verdict, h.Rule, h.Result = true, seed, string(res.Verdict), res.Rule(), res
 			h.Detail = res.Failures[0].String()
 			return h
 		}
 	}
 	return h
-}
-
-func runSeed(seed uint64, cfg harness.Config) (res *harness.Result, panicked string) {
-	defer func() {
-		if p := recover(); p != nil {
-			panicked = fmt.Sprint(p)
-		}
-	}()
-	return harness.RunSeed(seed, cfg), ""
 }
