@@ -108,7 +108,7 @@ func TestSwarmFinds(t *testing.T) {
 // quickZoo is the part of the zoo the normal test run builds: one memory bug
 // and one outcome bug, enough to prove the tag mechanism end to end. The
 // full zoo runs with STORESIM_ZOO=1 (and in scripts/zoo.sh).
-var quickZoo = []string{"outcome_is_end", "late_success"}
+var quickZoo = []string{"outcome_is_end", "late_success", "nocut_key", "fault_as_miss"}
 
 // TestZooCaught builds the package once per planted bug (go test -tags
 // zoo_<name>) and runs TestSwarmFinds there.

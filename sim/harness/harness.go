@@ -164,6 +164,7 @@ type endpoint struct {
 	lender *lender.Lender
 	rec    *model.Recorder
 	mon    *monitor.Monitor
+	check  *backendCheck
 	b      *backend.Backend
 	regErr error
 	down   bool // Shutdown returned
@@ -243,7 +244,8 @@ func (r *run) endpoint(spec workload.Endpoint) (*endpoint, error) {
 	if p, ok := d.(interface{ PendingCalls() []string }); ok {
 		r.s.AddPending(spec.Name+"/driver", p.PendingCalls)
 	}
-	ep.mon = monitor.Wrap(d, monitor.Options{Clock: r.s, Seed: r.log.Seed, Observers: append([]monitor.Observer{ep.rec}, r.cfg.observers(spec.Name)...)})
+	ep.check = newBackendCheck(r, ep)
+	ep.mon = monitor.Wrap(d, monitor.Options{Clock: r.s, Seed: r.log.Seed, Observers: append([]monitor.Observer{ep.rec, ep.check}, r.cfg.observers(spec.Name)...)})
 	ep.b, ep.regErr = backend.New(r.s, ep.mon.Driver(), ep.lender.Regions(), backend.Config{
 		Name: spec.Name, MaxCallsInFlight: spec.InFlight, MaxQueuedCalls: spec.Queued,
 		MaxUnprovable: spec.Unprovable, DrainTimeout: time.Millisecond, OnChange: ep.lender.OnChange,
@@ -294,6 +296,7 @@ func (r *run) submit(i int, st *opState) {
 			ep.lender.Fill(loan, row, content(r.log.Seed, i, row, ep.spec.Regions[0].SlotBytes))
 		}
 	}
+	ep.check.lend(loan, st)
 	v, err := loan.View(ep.b, st.op.Keys, st.op.Mask)
 	var a *backend.Attempt
 	if err == nil {

@@ -138,6 +138,11 @@ func (r *run) check(runErr error) {
 		}
 	}
 	r.checkAttempts(runErr == nil)
+	for _, ep := range r.eps {
+		if ep.check != nil {
+			ep.check.finish(at)
+		}
+	}
 	sort.SliceStable(res.Notes, func(i, j int) bool { return res.Notes[i].Seq < res.Notes[j].Seq })
 	profile := model.Durable
 	if r.log.Store == "evicting" {
