@@ -3,7 +3,8 @@
 # make bench's side-by-side ratios, the certification times, and the bug
 # zoo (scripts/zoo.sh, which also rewrites docs/ZOO.md). Never edit the
 # numbers by hand. RESULTS_SKIP_ZOO=1 keeps the existing docs/ZOO.md (the zoo
-# takes about 10 minutes).
+# takes about 12 minutes). Run it under scripts/with-redis.sh to add the Redis
+# figures (monitor overhead, real-time certification).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
@@ -44,6 +45,7 @@ swarm() { # swarm ARGS… → seeds/min line from storesim's own summary
   cert together
   cert broken:LiesAboutAccess
   cert broken:SignalUnderLock
+  if [ -n "${STORESIM_REDIS_ADDR:-}" ]; then cert "redis://$STORESIM_REDIS_ADDR"; fi
   echo
   echo "## Bug zoo"
   echo
