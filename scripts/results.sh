@@ -12,9 +12,9 @@ trap 'rm -rf "$tmp"' EXIT
 if [ "${RESULTS_SKIP_ZOO:-}" != 1 ]; then scripts/zoo.sh; fi
 BENCH_OUT="$tmp/bench.raw" scripts/bench.sh > "$tmp/bench.txt"
 go build -o "$tmp/storesim" ./cmd/storesim
-cert() { # cert DRIVER → "DRIVER exit=N seconds=S"
+cert() { # cert DRIVER [LABEL] → a table row: driver, exit code, seconds
   local s e; s=$(date +%s.%N); "$tmp/storesim" certify --driver "$1" >/dev/null 2>&1 && e=0 || e=$?
-  awk -v d="$1" -v e="$e" -v s="$s" -v n="$(date +%s.%N)" 'BEGIN{printf "| %s | %d | %.1f |\n", d, e, n-s}'
+  awk -v d="${2:-$1}" -v e="$e" -v s="$s" -v n="$(date +%s.%N)" 'BEGIN{printf "| %s | %d | %.1f |\n", d, e, n-s}'
 }
 swarm() { # swarm ARGS… → seeds/min line from storesim's own summary
   "$tmp/storesim" run "$@" 2>&1 >/dev/null | grep -E '^failures:|^seeds:' | tr '\n' ' '
@@ -45,7 +45,7 @@ swarm() { # swarm ARGS… → seeds/min line from storesim's own summary
   cert together
   cert broken:LiesAboutAccess
   cert broken:SignalUnderLock
-  if [ -n "${STORESIM_REDIS_ADDR:-}" ]; then cert "redis://$STORESIM_REDIS_ADDR"; fi
+  if [ -n "${STORESIM_REDIS_ADDR:-}" ]; then cert "redis://$STORESIM_REDIS_ADDR" "redis:// (private server)"; fi
   echo
   echo "## Bug zoo"
   echo
