@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/storesim/storesim/sim"
+	"github.com/storesim/storesim/sim/harness"
 	"github.com/storesim/storesim/sim/workload"
 )
 
@@ -77,10 +77,10 @@ func oplogBody(log *workload.Log) (string, error) {
 	if store != "durable" && store != "evicting" {
 		return "", fmt.Errorf("%w: store %q (want durable or evicting)", ErrUnconvertible, log.Store)
 	}
-	wake, coalesce := harnessPolicy(log.Seed)
-	line := fmt.Sprintf("store %s seed=%d wake-delay=%s coalesce=%s", store, log.Seed, durText(wake), strconv.FormatFloat(coalesce, 'g', -1, 64))
+	policy := harness.SchedOptions(log.Seed)
+	line := fmt.Sprintf("store %s seed=%d wake-delay=%s coalesce=%s", store, log.Seed, durText(policy.MaxWakeDelay), strconv.FormatFloat(policy.CoalesceChance, 'g', -1, 64))
 	if store == "evicting" {
-		line += " evict-chance=0.05" // harness.evictChance
+		line += " evict-chance=" + strconv.FormatFloat(harness.EvictChance(store), 'g', -1, 64)
 	}
 	block("%s", line)
 	eps := map[string]bool{}
@@ -188,17 +188,6 @@ func endpointLine(e workload.Endpoint) (string, error) {
 		line += " faults=" + strings.Join(faults, ",")
 	}
 	return line, nil
-}
-
-// harnessPolicy is the scheduler's delivery policy the harness derives from
-// a seed (sim/harness schedOptions): the same sub-seed and draws, so the
-// scenario's callbacks are delayed and coalesced as the harness's are.
-func harnessPolicy(seed uint64) (wake time.Duration, coalesce float64) {
-	r := sim.NewRand(sim.SubSeed(seed, "harness/scheduler"))
-	delays := []time.Duration{0, 2 * time.Microsecond, 20 * time.Microsecond, 200 * time.Microsecond}
-	wake = delays[r.Intn(len(delays))]
-	coalesce = []float64{0, 0.2, 0.6}[r.Intn(3)]
-	return wake, coalesce
 }
 
 // durText writes a duration time.ParseDuration reads back, in ASCII.

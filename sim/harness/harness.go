@@ -134,9 +134,10 @@ func Run(log *workload.Log, cfg Config) *Result {
 	return r.res
 }
 
-// schedOptions derives the scheduler's callback policy from the seed, so
-// every seed also explores a different delivery policy.
-func schedOptions(seed uint64) sim.Options {
+// SchedOptions derives the scheduler's callback policy from the seed, so
+// every seed also explores a different delivery policy. Scenario files
+// converted from op logs use it too.
+func SchedOptions(seed uint64) sim.Options {
 	r := sim.NewRand(sim.SubSeed(seed, "harness/scheduler"))
 	delays := []time.Duration{0, 2 * time.Microsecond, 20 * time.Microsecond, 200 * time.Microsecond}
 	return sim.Options{
@@ -180,10 +181,10 @@ type opState struct {
 }
 
 func (r *run) setup() error {
-	r.s = sim.New(schedOptions(r.log.Seed))
+	r.s = sim.New(SchedOptions(r.log.Seed))
 	r.clock = r.s
 	store, err := memdriver.NewStore(memdriver.StoreOptions{
-		Evicting: r.log.Store == "evicting", EvictChance: evictChance(r.log.Store),
+		Evicting: r.log.Store == "evicting", EvictChance: EvictChance(r.log.Store),
 		Rand: r.s.Rand("harness/store"), OnEvent: r.storeEvent,
 	})
 	if err != nil {
@@ -201,7 +202,9 @@ func (r *run) setup() error {
 	return nil
 }
 
-func evictChance(store string) float64 {
+// EvictChance is the store's eviction probability per stored put in a
+// profile's store ("durable" or "evicting").
+func EvictChance(store string) float64 {
 	if store == "evicting" {
 		return 0.05
 	}
