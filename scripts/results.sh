@@ -12,9 +12,12 @@ trap 'rm -rf "$tmp"' EXIT
 if [ "${RESULTS_SKIP_ZOO:-}" != 1 ]; then scripts/zoo.sh; fi
 BENCH_OUT="$tmp/bench.raw" scripts/bench.sh > "$tmp/bench.txt"
 go build -o "$tmp/storesim" ./cmd/storesim
-cert() { # cert DRIVER [LABEL] → a table row: driver, exit code, seconds
-  local s e; s=$(date +%s.%N); "$tmp/storesim" certify --driver "$1" >/dev/null 2>&1 && e=0 || e=$?
-  awk -v d="${2:-$1}" -v e="$e" -v s="$s" -v n="$(date +%s.%N)" 'BEGIN{printf "| %s | %d | %.1f |\n", d, e, n-s}'
+cert() { # cert DRIVER [LABEL] → a table row: driver, exit code, seconds, failed rules and gaps
+  local s e why; s=$(date +%s.%N)
+  "$tmp/storesim" certify --driver "$1" >"$tmp/cert.txt" 2>&1 && e=0 || e=$?
+  why=$( { grep -E '^[A-Za-z0-9-]+ +fail ' "$tmp/cert.txt" || true; } | awk '{print $1}' | tr '\n' ' ')
+  why="$why$( { grep -E '^gap' "$tmp/cert.txt" || true; } | tr '\n' ' ')"
+  awk -v d="${2:-$1}" -v e="$e" -v s="$s" -v n="$(date +%s.%N)" -v w="${why:-—}" 'BEGIN{printf "| %s | %d | %.1f | %s |\n", d, e, n-s, w}'
 }
 swarm() { # swarm ARGS… → seeds/min line from storesim's own summary
   "$tmp/storesim" run "$@" 2>&1 >/dev/null | grep -E '^failures:|^seeds:' | tr '\n' ' '
@@ -39,8 +42,8 @@ swarm() { # swarm ARGS… → seeds/min line from storesim's own summary
   echo
   echo "## Certification (storesim certify --driver NAME)"
   echo
-  echo "| driver | exit | seconds |"
-  echo "|---|---:|---:|"
+  echo "| driver | exit | seconds | failed rules, gaps |"
+  echo "|---|---:|---:|---|"
   cert memory
   cert together
   cert broken:LiesAboutAccess
