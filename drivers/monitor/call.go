@@ -177,7 +177,7 @@ func (m *Monitor) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, err
 		// A callback before Submit returned could not read the call: credit
 		// the state right after Submit to it (lenient; see the package doc).
 		v := rec.facts.Load()
-		res, acc := c.Results(), c.Access()
+		res, acc := readState(c)
 		m.mu.Lock()
 		m.observeLocked(rec, res, acc, v)
 		m.signalLocked(rec, res, acc)
@@ -302,7 +302,7 @@ func (m *Monitor) snapshot(c drivers.Call) (res []drivers.Status, acc drivers.Ac
 	if m.opts.LockProbe != nil {
 		var r []drivers.Status
 		var a drivers.Access
-		if !m.opts.LockProbe(func() { r, a = c.Results(), c.Access() }) {
+		if !m.opts.LockProbe(func() { r, a = readState(c) }) {
 			return nil, 0, "a read of the call from inside its callback did not return within the probe's bound: callback under the driver's lock"
 		}
 		return r, a, ""
@@ -313,13 +313,14 @@ func (m *Monitor) snapshot(c drivers.Call) (res []drivers.Status, acc drivers.Ac
 	if m.prober != nil && m.prober.Locked() {
 		return nil, 0, "the driver's lock was held while a callback ran"
 	}
-	return c.Results(), c.Access(), ""
+	res, acc = readState(c)
+	return res, acc, ""
 }
 
 // refresh reads a call's state (outside the lock) and records it.
 func (m *Monitor) refresh(c *callRec) {
 	v := c.facts.Load()
-	res, acc := c.inner.Results(), c.inner.Access()
+	res, acc := readState(c.inner)
 	m.mu.Lock()
 	m.observeLocked(c, res, acc, v)
 	m.mu.Unlock()
@@ -479,8 +480,18 @@ func (c *callRec) Results() []drivers.Status {
 func (c *callRec) Access() drivers.Access {
 	v := c.facts.Load()
 	acc := c.inner.Access()
+	var res []drivers.Status
+	if acc == drivers.AccessEnded {
+		// Observers hear the rows' final results before ENDED: one that
+		// releases memory on ENDED must not beat the recorder's read of a
+		// FETCH slot.
+		res = c.inner.Results()
+	}
 	m := c.m
 	m.mu.Lock()
+	if res != nil {
+		m.observeRowsLocked(c, res, acc, v)
+	}
 	m.observeAccessLocked(c, acc, v)
 	m.mu.Unlock()
 	return acc
@@ -491,7 +502,8 @@ func (c *callRec) Access() drivers.Access {
 func (c *callRec) Cancel() drivers.CancelResult {
 	rec, m := c, c.m
 	v0 := rec.facts.Load()
-	res0, acc0 := slices.Clone(rec.inner.Results()), rec.inner.Access()
+	res0, acc0 := readState(rec.inner)
+	res0 = slices.Clone(res0)
 	m.mu.Lock()
 	m.observeLocked(rec, res0, acc0, v0)
 	m.mu.Unlock()
@@ -504,7 +516,7 @@ func (c *callRec) Cancel() drivers.CancelResult {
 		r = rec.inner.Cancel()
 	}
 	v1 := rec.facts.Load()
-	res1, acc1 := rec.inner.Results(), rec.inner.Access()
+	res1, acc1 := readState(rec.inner)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -564,4 +576,14 @@ func (c *callRec) Cancel() drivers.CancelResult {
 		}
 	}
 	return r
+}
+
+// readState reads a call's access before its results. A conforming driver
+// finalizes every row before access ENDS, so this order never pairs ENDED
+// with rows that look pending; the other order can, on a concurrent driver,
+// and an observer that releases memory on ENDED would then read a FETCH
+// slot too late.
+func readState(c drivers.Call) ([]drivers.Status, drivers.Access) {
+	acc := c.Access()
+	return c.Results(), acc
 }

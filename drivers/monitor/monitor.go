@@ -674,7 +674,7 @@ func (m *Monitor) Finish() []Violation {
 	slices.SortFunc(recs, func(a, b *callRec) int { return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.index, b.index)) })
 	for _, c := range recs {
 		v := c.facts.Load()
-		res, acc := c.inner.Results(), c.inner.Access()
+		res, acc := readState(c.inner)
 		m.mu.Lock()
 		m.observeLocked(c, res, acc, v)
 		m.unsignalledLocked(c, res, acc)
