@@ -83,6 +83,12 @@ func parse(file, text string) ([]item, error) {
 		i-- // the blank line (or EOF) is kept verbatim
 		items = append(items, item{block: b})
 	}
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		// Every scenario file ends with a newline (-rewrite writes one); a
+		// file that stops mid-line was cut off, maybe inside an expected
+		// block, where it would otherwise read as a mere mismatch.
+		return nil, &Error{file, len(lines), "truncated: the file ends mid-line, without its final newline"}
+	}
 	return items, nil
 }
 

@@ -21,6 +21,7 @@ func TestMalformed(t *testing.T) {
 	}{
 		{"truncated block", head + "endpoint A\n", 5, "truncated block"},
 		{"truncated after comment", "# a comment\nstore durable", 2, "truncated block"},
+		{"truncated inside expected output", "store durable\n----\nstore dur", 3, "truncated: the file ends mid-line"},
 		{"no separator", head + "endpoint A\nstabilize\n----\n", 6, `want "----"`},
 		{"separator alone", head + "----\nfoo\n", 5, `"----" without a command`},
 		{"second separator", head + "check\n----\nok\n----\n", 8, `second "----"`},
