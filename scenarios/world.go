@@ -300,16 +300,7 @@ func (ep *endpoint) rows(rs []drivers.Row) string {
 }
 
 func fmtMonitor(v monitor.Violation) string {
-	var where []string
-	if v.Call != 0 {
-		where = append(where, fmt.Sprintf("call %d", v.Call))
-	}
-	if v.Row >= 0 {
-		where = append(where, fmt.Sprintf("row %d", v.Row))
-	}
-	if v.Key != "" {
-		where = append(where, fmt.Sprintf("key %s", v.Key))
-	}
+	where := whereOf(v.Call, v.Row, v.Key)
 	if v.Region != "" {
 		where = append(where, fmt.Sprintf("region %s", v.Region))
 	}
@@ -317,17 +308,23 @@ func fmtMonitor(v monitor.Violation) string {
 }
 
 func fmtModel(v model.Violation) string {
+	return fmtRule(v.Rule, whereOf(v.Call, v.Row, v.Key), v.At, v.Detail)
+}
+
+// whereOf names the call, row and key a violation is about (zero, -1 and ""
+// mean none).
+func whereOf(call drivers.CallID, row int, key string) []string {
 	var where []string
-	if v.Call != 0 {
-		where = append(where, fmt.Sprintf("call %d", v.Call))
+	if call != 0 {
+		where = append(where, fmt.Sprintf("call %d", call))
 	}
-	if v.Row >= 0 {
-		where = append(where, fmt.Sprintf("row %d", v.Row))
+	if row >= 0 {
+		where = append(where, fmt.Sprintf("row %d", row))
 	}
-	if v.Key != "" {
-		where = append(where, fmt.Sprintf("key %s", v.Key))
+	if key != "" {
+		where = append(where, fmt.Sprintf("key %s", key))
 	}
-	return fmtRule(v.Rule, where, v.At, v.Detail)
+	return where
 }
 
 func fmtLender(v lender.Violation) string {
