@@ -3,7 +3,7 @@ package backend
 // # Bug zoo
 //
 // The backend carries planted bugs for the "prove it" measurements
-// (docs/ZOO.md, package backend/zootest). Each bug is one or two one-line
+// (docs/ZOO.md, package broken/zoo). Each bug is one or two one-line
 // branches of the form `if zoo == "<name>" { … }` at a decision point
 // (cutHere, foldRow, attemptAccess, commit, hasEvidence, …). The constant zoo
 // is set by exactly one file:

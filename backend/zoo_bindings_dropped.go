@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): bindings_dropped.
+// broken/zoo): bindings_dropped.
 //
 // B-SHUT: earlier bindings are forgotten when a later registration fails
 const zoo = "bindings_dropped"

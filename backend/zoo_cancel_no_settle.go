@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): cancel_no_settle.
+// broken/zoo): cancel_no_settle.
 //
 // B-CANCEL: cancel commits but does not re-derive access, so a cancelled
 // queued attempt stays PENDING

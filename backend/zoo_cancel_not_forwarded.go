@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): cancel_not_forwarded.
+// broken/zoo): cancel_not_forwarded.
 //
 // B-CANCEL: cancel is never forwarded to in-flight calls
 const zoo = "cancel_not_forwarded"

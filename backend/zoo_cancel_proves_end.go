@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): cancel_proves_end.
+// broken/zoo): cancel_proves_end.
 //
 // B-CANCEL: a forwarded cancel is taken as proof that the call's access
 // ended (D-CAN-2)

@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): drain_no_wait.
+// broken/zoo): drain_no_wait.
 //
 // D-DRAIN-1: shutdown does not wait for the driver to drain
 const zoo = "drain_no_wait"

@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): dropped_still_queued.
+// broken/zoo): dropped_still_queued.
 //
 // B-CANCEL: dropped batches are marked dropped but left in the dispatch
 // queue

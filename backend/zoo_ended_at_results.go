@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): ended_at_results.
+// broken/zoo): ended_at_results.
 //
 // B-ACCESS: a batch whose results are folded counts as ENDED before its call
 // has access evidence

@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): fault_as_miss.
+// broken/zoo): fault_as_miss.
 //
 // B-FETCH: a FAULT row is folded as a miss, so the attempt is Delivered
 // partially

@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): fold_stops_listening.
+// broken/zoo): fold_stops_listening.
 //
 // B-ACCESS: a call's changes are ignored once its results are folded, so
 // later evidence is lost

@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): gauge_not_decremented.
+// broken/zoo): gauge_not_decremented.
 //
 // B-BOUND: the unprovable gauge is not decremented when proof arrives
 const zoo = "gauge_not_decremented"

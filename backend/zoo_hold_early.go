@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): hold_early.
+// broken/zoo): hold_early.
 //
 // B-SHUT: shutdown reports no labels at once when no attempt lacks an
 // outcome (access still pending)

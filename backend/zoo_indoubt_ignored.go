@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): indoubt_ignored.
+// broken/zoo): indoubt_ignored.
 //
 // S-HOLD: an in-doubt registration is treated as refused, so its regions are
 // never reported

@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): inflight_leak_unprovable.
+// broken/zoo): inflight_leak_unprovable.
 //
 // B-BOUND: an UNPROVABLE call keeps its in-flight slot
 const zoo = "inflight_leak_unprovable"

@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): late_success.
+// broken/zoo): late_success.
 //
 // B-OUTCOME: a late success overrides a committed cancel
 const zoo = "late_success"

@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): lookup_outage_as_miss.
+// broken/zoo): lookup_outage_as_miss.
 //
 // B-FETCH/B-PUBLISH: a look-up outage is read as "every key absent"
 const zoo = "lookup_outage_as_miss"

@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): marks_batch_index.
+// broken/zoo): marks_batch_index.
 //
 // B-FETCH: served marks use the row's index in its batch, not its view
 // position

@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): marks_shift.
+// broken/zoo): marks_shift.
 //
 // B-FETCH: served marks are set one view position too far
 const zoo = "marks_shift"

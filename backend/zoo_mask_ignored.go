@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): mask_ignored.
+// broken/zoo): mask_ignored.
 //
 // B-SUBMIT: masked-out rows are sent to the store too
 const zoo = "mask_ignored"

@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): no_drain_deadline.
+// broken/zoo): no_drain_deadline.
 //
 // B-SHUT: the drain deadline never fires, so a call that never ends hangs
 // shutdown

@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): nocut_key.
+// broken/zoo): nocut_key.
 //
 // B-CUT: no cut at a repeated key, so a batch names one key twice (D-BATCH-
 // KEYS)

@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): nocut_max.
+// broken/zoo): nocut_max.
 //
 // B-CUT: no cut at MaxRowsPerOp
 const zoo = "nocut_max"

@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): outcome_is_end.
+// broken/zoo): outcome_is_end.
 //
 // B-ACCESS: a committed outcome is taken as proof that access ended
 const zoo = "outcome_is_end"

@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): publish_rewrites_present.
+// broken/zoo): publish_rewrites_present.
 //
 // B-PUBLISH: keys found present are published again (merge, not replace, is
 // left to the store)

@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): raced_declined_swapped.
+// broken/zoo): raced_declined_swapped.
 //
 // B-PUBLISH: after a declined publish, present and absent are swapped (raced
 // vs declined)

@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): slot_leak_refused.
+// broken/zoo): slot_leak_refused.
 //
 // B-BOUND: a refused submit never gives its in-flight slot back
 const zoo = "slot_leak_refused"

@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): submit_error_no_escape.
+// broken/zoo): submit_error_no_escape.
 //
 // D-SUB-2: a Submit error that is not a sentinel is taken as "nothing
 // escaped"

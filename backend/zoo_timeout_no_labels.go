@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): timeout_no_labels.
+// broken/zoo): timeout_no_labels.
 //
 // B-SHUT: a drain that timed out reports a clean shutdown (no labels)
 const zoo = "timeout_no_labels"

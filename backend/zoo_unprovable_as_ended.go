@@ -3,7 +3,7 @@
 package backend
 
 // zoo names the planted bug of this build (see zoo.go and
-// backend/zootest): unprovable_as_ended.
+// broken/zoo): unprovable_as_ended.
 //
 // B-ACCESS: an UNPROVABLE call counts as ENDED, so its slots are released
 // for reuse

@@ -11,7 +11,7 @@ import (
 	"github.com/storesim/storesim/broken"
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
-	"github.com/storesim/storesim/drivers/registry"
+	"github.com/storesim/storesim/fuzz/registry"
 	"github.com/storesim/storesim/sim"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/storesim/storesim/broken"
-	"github.com/storesim/storesim/sim/harness"
+	"github.com/storesim/storesim/fuzz/engine"
 )
 
 var swarmSeeds = flag.Int("swarm", 0, "run the harness swarm table over this many seeds per broken driver (TestSwarmTable)")
@@ -27,8 +27,8 @@ func TestSwarmTable(t *testing.T) {
 		fail, own := 0, 0
 		rules := map[string]int{}
 		for seed := range uint64(*swarmSeeds) {
-			res := harness.RunSeed(seed, harness.Config{Driver: spec.RegistryName(), Profile: harness.Default})
-			if res.Verdict == harness.Pass {
+			res := engine.RunSeed(seed, engine.Config{Driver: spec.RegistryName(), Profile: engine.Default})
+			if res.Verdict == engine.Pass {
 				continue
 			}
 			fail++
@@ -98,7 +98,7 @@ func TestSwarm(t *testing.T) {
 		}
 		t.Run(string(spec.Name), func(t *testing.T) {
 			for seed := range uint64(50) {
-				res := harness.RunSeed(seed, harness.Config{Driver: spec.RegistryName(), Profile: harness.Default})
+				res := engine.RunSeed(seed, engine.Config{Driver: spec.RegistryName(), Profile: engine.Default})
 				for _, f := range res.Failures {
 					if f.Rule == rule {
 						return

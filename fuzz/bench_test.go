@@ -3,7 +3,7 @@ package fuzz
 import (
 	"testing"
 
-	"github.com/storesim/storesim/sim/harness"
+	"github.com/storesim/storesim/fuzz/engine"
 )
 
 // BenchmarkDecodeRun is one FuzzOpLog execution without the fuzzing engine:
@@ -19,8 +19,8 @@ func BenchmarkDecodeRun(b *testing.B) {
 			b.Fatal("corpus input decodes to nothing runnable")
 		}
 		ops += len(l.Ops)
-		res := harness.Run(l, harness.Config{})
-		if res.Verdict != harness.Pass {
+		res := engine.Run(l, engine.Config{})
+		if res.Verdict != engine.Pass {
 			b.Fatal(opLogFailure(res))
 		}
 		steps += res.Steps

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/storesim/storesim/drivers/memdriver"
+	"github.com/storesim/storesim/fuzz/workload"
 	"github.com/storesim/storesim/sim"
-	"github.com/storesim/storesim/sim/workload"
 )
 
 // Bounds of a decoded log: they keep one fuzz execution short and the
@@ -36,7 +36,7 @@ const (
 //
 //	byte 0   bit 0: two endpoints (else one); bit 1: evicting store;
 //	         bits 2-3: faults (0 calm, 1-2 memdriver.Swarm of the endpoint's
-//	         sub-seed, as harness.Plan derives it, 3 memdriver.Default);
+//	         sub-seed, as engine.Plan derives it, 3 memdriver.Default);
 //	         bits 4-7: key space 2..17 (k0, k1, …)
 //	byte 1-2 the seed (little-endian): scheduler policy, contents, fault draws
 //	byte 3-4 endpoint A: see decodeEndpoint

@@ -11,7 +11,7 @@
 //     together. Invariants are checked after every action (the "" action);
 //     the full checks of SPEC §5 run at the end.
 //   - FuzzOpLog: bytes → op log (Decode, a compact decoder of this package)
-//     → harness.Run; any verdict but pass fails with the report and the log.
+//     → engine.Run; any verdict but pass fails with the report and the log.
 //   - FuzzParseOpLog: workload.Parse never panics, and what parses prints
 //     and parses back to the same log.
 //

@@ -11,15 +11,15 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/storesim/storesim/fuzz/engine"
+	"github.com/storesim/storesim/fuzz/workload"
 	"github.com/storesim/storesim/sim"
-	"github.com/storesim/storesim/sim/harness"
-	"github.com/storesim/storesim/sim/workload"
 )
 
 var writeCorpus = flag.Bool("writecorpus", false, "rewrite the generated seed corpus files under testdata/fuzz (read the diff)")
 
 // FuzzOpLog: any bytes decode to an op log (Decode) that the reference
-// drivers must pass: every check of SPEC §5 via harness.Run. An input with
+// drivers must pass: every check of SPEC §5 via engine.Run. An input with
 // nothing runnable is skipped as invalid, never a failure.
 func FuzzOpLog(f *testing.F) {
 	for _, seed := range opLogSeeds() {
@@ -30,8 +30,8 @@ func FuzzOpLog(f *testing.F) {
 		if !ok {
 			t.Skip("decodes to nothing runnable (invalid input)")
 		}
-		res := harness.Run(log, harness.Config{})
-		if res.Verdict != harness.Pass {
+		res := engine.Run(log, engine.Config{})
+		if res.Verdict != engine.Pass {
 			t.Fatal(opLogFailure(res))
 		}
 	})
@@ -40,7 +40,7 @@ func FuzzOpLog(f *testing.F) {
 // opLogFailure is the report of a failing decoded log. The harness's own
 // repro line names a generated seed, which does not apply to a decoded log:
 // the log itself and the corpus entry are the repro.
-func opLogFailure(res *harness.Result) string {
+func opLogFailure(res *engine.Result) string {
 	var b strings.Builder
 	res.WriteReport(&b)
 	fmt.Fprintf(&b, "(that repro line is for generated seeds; this log was decoded from fuzz bytes)\nop log:\n%s", res.Log)
@@ -92,7 +92,7 @@ func opLogSeeds() [][]byte {
 func parseSeeds() []string {
 	var out []string
 	for seed := range uint64(4) {
-		l := harness.Plan(seed, harness.Config{Ops: 6})
+		l := engine.Plan(seed, engine.Config{Ops: 6})
 		out = append(out, l.String())
 	}
 	out = append(out,

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/storesim/storesim/drivers"
-	"github.com/storesim/storesim/drivers/monitor"
 	"github.com/storesim/storesim/sim/arena"
 )
 
@@ -179,8 +178,6 @@ type stampedTouch struct {
 	seq    int64
 	online bool
 }
-
-var _ monitor.Observer = (*Recorder)(nil)
 
 var accessTexts = [...]string{
 	drivers.AccessPending:    "access PENDING",

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/storesim/storesim/drivers/registry"
+	"github.com/storesim/storesim/fuzz/registry"
 )
 
 // brokenCases maps a scenario that exercises a rule to the broken driver

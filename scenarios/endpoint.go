@@ -10,7 +10,7 @@ import (
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
 	"github.com/storesim/storesim/drivers/monitor"
-	"github.com/storesim/storesim/drivers/registry"
+	"github.com/storesim/storesim/fuzz/registry"
 	"github.com/storesim/storesim/model"
 	"github.com/storesim/storesim/model/lender"
 	"github.com/storesim/storesim/sim/arena"

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/storesim/storesim/sim/harness"
-	"github.com/storesim/storesim/sim/workload"
+	"github.com/storesim/storesim/fuzz/engine"
+	"github.com/storesim/storesim/fuzz/workload"
 )
 
 // ErrUnconvertible is wrapped by FromOpLog's errors about an op log the
@@ -77,10 +77,10 @@ func oplogBody(log *workload.Log) (string, error) {
 	if store != "durable" && store != "evicting" {
 		return "", fmt.Errorf("%w: store %q (want durable or evicting)", ErrUnconvertible, log.Store)
 	}
-	policy := harness.SchedOptions(log.Seed)
+	policy := engine.SchedOptions(log.Seed)
 	line := fmt.Sprintf("store %s seed=%d wake-delay=%s coalesce=%s", store, log.Seed, durText(policy.MaxWakeDelay), strconv.FormatFloat(policy.CoalesceChance, 'g', -1, 64))
 	if store == "evicting" {
-		line += " evict-chance=" + strconv.FormatFloat(harness.EvictChance(store), 'g', -1, 64)
+		line += " evict-chance=" + strconv.FormatFloat(engine.EvictChance(store), 'g', -1, 64)
 	}
 	block("%s", line)
 	eps := map[string]bool{}

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/storesim/storesim/sim/harness"
-	"github.com/storesim/storesim/sim/shrink"
-	"github.com/storesim/storesim/sim/workload"
+	"github.com/storesim/storesim/fuzz/engine"
+	"github.com/storesim/storesim/fuzz/shrink"
+	"github.com/storesim/storesim/fuzz/workload"
 )
 
 const oplogRepro = "(repro: go test ./scenarios -run 'TestFromOpLog')"
@@ -148,8 +148,8 @@ func TestFromOpLogShrunk(t *testing.T) {
 	for _, c := range cases {
 		t.Run(strings.TrimPrefix(c.driver, "broken:"), func(t *testing.T) {
 			repro := "(repro: go test ./scenarios -run 'TestFromOpLogShrunk/" + strings.TrimPrefix(c.driver, "broken:") + "')"
-			cfg := harness.Config{Driver: c.driver}
-			res, err := shrink.Shrink(harness.Plan(c.seed, cfg), shrink.Options{Config: cfg, MaxRuns: 500})
+			cfg := engine.Config{Driver: c.driver}
+			res, err := shrink.Shrink(engine.Plan(c.seed, cfg), shrink.Options{Config: cfg, MaxRuns: 500})
 			if err != nil {
 				t.Fatalf("shrink seed %d: %v %s", c.seed, err, repro)
 			}
@@ -180,11 +180,11 @@ func TestFromOpLogShrunk(t *testing.T) {
 // durable and evicting) on the memory driver: each runs clean and passes
 // as written.
 func TestFromOpLogGenerated(t *testing.T) {
-	for _, p := range []harness.Profile{harness.Default, harness.Evicting} {
+	for _, p := range []engine.Profile{engine.Default, engine.Evicting} {
 		for seed := range uint64(6) {
 			t.Run(string(p)+"/"+time.Duration(seed).String(), func(t *testing.T) {
 				repro := "(repro: go test ./scenarios -run 'TestFromOpLogGenerated/" + string(p) + "')"
-				log := harness.Plan(seed, harness.Config{Profile: p, Ops: 40})
+				log := engine.Plan(seed, engine.Config{Profile: p, Ops: 40})
 				text, rules := convertAndRun(t, log, repro)
 				if len(rules) > 0 {
 					t.Errorf("seed %d on the memory driver reports %v:\n%s\n%s", seed, rules, text, repro)

@@ -9,7 +9,7 @@ run() { go test -run '^$' -count 1 "$@" | tee -a "$out" | grep -E '^Benchmark' ;
 : > "$out"
 echo "# machine: $(nproc) cores, $(go version | cut -d' ' -f3-), $(date -u +%F)"
 run -bench 'Loop' -benchtime 2000000x -count 3 ./sim
-run -bench 'RunSeed' -benchtime 300x ./sim/harness
+run -bench 'RunSeed' -benchtime 300x ./fuzz/engine
 run -bench 'Check' -benchtime 5x ./model
 run -bench 'Overhead' -benchtime 50000x -count 5 ./drivers/monitor
 run -bench 'DecodeRun' -benchtime 300x ./fuzz

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/zoo.sh — the bug zoo, in full (issue "Prove it", parts 1 and 2).
 #
-# 1. proves every caught bug is caught: STORESIM_ZOO=1 go test ./backend/zootest
+# 1. proves every caught bug is caught: STORESIM_ZOO=1 go test ./broken/zoo
 #    (builds the package once per bug with -tags zoo_<name>);
 # 2. measures each bug: the swarm's seeds and wall time to the first failure
 #    (median of 5 start offsets), storesim shrink on the first failing seed,
@@ -27,10 +27,10 @@ limit=${ZOO_LIMIT:-2000}
 escape_limit=${ZOO_ESCAPE_LIMIT:-200}
 
 echo "zoo: raw results in $out" >&2
-echo "zoo: step 1/3: every caught bug is caught (STORESIM_ZOO=1 go test ./backend/zootest)" >&2
-STORESIM_ZOO=1 go test -count=1 ./backend/zootest
+echo "zoo: step 1/3: every caught bug is caught (STORESIM_ZOO=1 go test ./broken/zoo)" >&2
+STORESIM_ZOO=1 go test -count=1 ./broken/zoo
 
-go build -o "$out/bin/realhunt-plain" ./backend/zootest/realhunt
+go build -o "$out/bin/realhunt-plain" ./broken/zoo/realhunt
 all=$("$out/bin/realhunt-plain" list)
 want=${ZOO_BUGS:-$(echo "$all" | cut -d' ' -f1)}
 
@@ -38,15 +38,15 @@ echo "zoo: step 2/3: measuring $(echo $want | wc -w) bugs" >&2
 for bug in $want; do
   kind=$(echo "$all" | awk -v b="$bug" '$1 == b { print $2 }')
   if [ -z "$kind" ]; then
-    echo "zoo: unknown bug $bug (see: go run ./backend/zootest/realhunt list)" >&2
+    echo "zoo: unknown bug $bug (see: go run ./broken/zoo/realhunt list)" >&2
     exit 2
   fi
   n=$limit runs=$naive_runs
   [ "$kind" = escape ] && n=$escape_limit runs=1
   b0=$(date +%s)
   go build -tags "zoo_$bug" -o "$out/bin/storesim" ./cmd/storesim
-  go build -tags "zoo_$bug" -o "$out/bin/realhunt" ./backend/zootest/realhunt
-  go build -race -tags "zoo_$bug" -o "$out/bin/realhunt-race" ./backend/zootest/realhunt
+  go build -tags "zoo_$bug" -o "$out/bin/realhunt" ./broken/zoo/realhunt
+  go build -race -tags "zoo_$bug" -o "$out/bin/realhunt-race" ./broken/zoo/realhunt
   shrink=()
   [ "$kind" = caught ] && shrink=(-storesim "$out/bin/storesim")
   "$out/bin/realhunt" swarm -starts 0,10000,20000,30000,40000 -limit "$n" "${shrink[@]}" >>"$results"
@@ -66,15 +66,15 @@ meta = {
     "commit": commit, "nproc": int(nproc), "cpu": cpu, "go_version": gov, "total_s": float(total),
     "commands": [
         "scripts/zoo.sh                      # all of the below, then docs/ZOO.md",
-        "STORESIM_ZOO=1 go test -count=1 ./backend/zootest   # every caught bug is caught, names its rule",
-        "go test -tags zoo_<name> ./backend/zootest -run '^TestSwarmFinds$' -v   # one bug",
+        "STORESIM_ZOO=1 go test -count=1 ./broken/zoo   # every caught bug is caught, names its rule",
+        "go test -tags zoo_<name> ./broken/zoo -run '^TestSwarmFinds$' -v   # one bug",
         "go build -tags zoo_<name> -o storesim ./cmd/storesim",
-        "go build -tags zoo_<name> -o realhunt ./backend/zootest/realhunt",
-        "go build -race -tags zoo_<name> -o realhunt-race ./backend/zootest/realhunt",
+        "go build -tags zoo_<name> -o realhunt ./broken/zoo/realhunt",
+        "go build -race -tags zoo_<name> -o realhunt-race ./broken/zoo/realhunt",
         f"realhunt swarm -starts 0,10000,20000,30000,40000 -limit {limit} -storesim storesim   # escapes: -limit {escape_limit}, no shrink",
         "storesim shrink --seed <first failing seed> --time 20s   # run by realhunt swarm",
         f"realhunt-race naive -budget {budget} -runs {naive_runs}   # escapes: -runs 1; each run a child process, GORACE=halt_on_error=1",
-        "go run ./backend/zootest/realhunt render -in results.jsonl > docs/ZOO.md",
+        "go run ./broken/zoo/realhunt render -in results.jsonl > docs/ZOO.md",
     ],
 }
 with open(path, "a") as f:

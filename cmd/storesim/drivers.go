@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/storesim/storesim/drivers/registry"
+	"github.com/storesim/storesim/fuzz/registry"
 )
 
 const redisScheme = "redis://"

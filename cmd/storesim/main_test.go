@@ -16,8 +16,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/storesim/storesim/drivers"
-	"github.com/storesim/storesim/drivers/registry"
-	"github.com/storesim/storesim/sim/workload"
+	"github.com/storesim/storesim/fuzz/registry"
+	"github.com/storesim/storesim/fuzz/workload"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -13,10 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/storesim/storesim/fuzz/engine"
+	"github.com/storesim/storesim/fuzz/shrink"
+	"github.com/storesim/storesim/fuzz/workload"
 	"github.com/storesim/storesim/scenarios"
-	"github.com/storesim/storesim/sim/harness"
-	"github.com/storesim/storesim/sim/shrink"
-	"github.com/storesim/storesim/sim/workload"
 )
 
 // source is what replay and shrink start from: a seed (generated with the
@@ -36,46 +36,46 @@ func (s *source) register(fs *flag.FlagSet) {
 
 // resolve checks that exactly one of --seed and FILE was given and returns
 // the log and the run config.
-func (s *source) resolve(pos []string) (*workload.Log, harness.Config, error) {
+func (s *source) resolve(pos []string) (*workload.Log, engine.Config, error) {
 	seedSet := wasSet(s.fs, "seed")
 	switch {
 	case len(pos) > 1:
-		return nil, harness.Config{}, usagef("one FILE at most, got %q", pos)
+		return nil, engine.Config{}, usagef("one FILE at most, got %q", pos)
 	case len(pos) == 1 && seedSet:
-		return nil, harness.Config{}, usagef("give --seed N or FILE, not both")
+		return nil, engine.Config{}, usagef("give --seed N or FILE, not both")
 	case len(pos) == 0 && !seedSet:
-		return nil, harness.Config{}, usagef("give --seed N (with --driver, --profile, --ops) or an op log FILE or failure folder")
+		return nil, engine.Config{}, usagef("give --seed N (with --driver, --profile, --ops) or an op log FILE or failure folder")
 	case len(pos) == 1 && (wasSet(s.fs, "profile") || wasSet(s.fs, "ops")):
-		return nil, harness.Config{}, usagef("--profile and --ops shape generated logs; a FILE replays as written (--driver may replace its endpoints' driver)")
+		return nil, engine.Config{}, usagef("--profile and --ops shape generated logs; a FILE replays as written (--driver may replace its endpoints' driver)")
 	}
 	if seedSet {
 		cfg, err := s.gen.config()
 		if err != nil {
 			return nil, cfg, err
 		}
-		return harness.Plan(s.seed, cfg), cfg, nil
+		return engine.Plan(s.seed, cfg), cfg, nil
 	}
 	s.file = pos[0]
 	log, err := readLog(s.file)
 	if err != nil {
-		return nil, harness.Config{}, err
+		return nil, engine.Config{}, err
 	}
 	if wasSet(s.fs, "driver") {
 		if err := checkDriver(s.gen.driver); err != nil {
-			return nil, harness.Config{}, err
+			return nil, engine.Config{}, err
 		}
 		for i := range log.Endpoints {
 			log.Endpoints[i].Driver = s.gen.driver
 		}
 	}
 	if s.gen.linTimeout < 0 {
-		return nil, harness.Config{}, usagef("--lin-timeout %v: want a positive duration", s.gen.linTimeout)
+		return nil, engine.Config{}, usagef("--lin-timeout %v: want a positive duration", s.gen.linTimeout)
 	}
-	return log, s.gen.runConfig(harness.Config{}), nil
+	return log, s.gen.runConfig(engine.Config{}), nil
 }
 
 // origin is the command that reproduces the source.
-func (s *source) origin(r *harness.Result) string {
+func (s *source) origin(r *engine.Result) string {
 	if s.file == "" {
 		return reproOf(r)
 	}
@@ -116,13 +116,13 @@ func inputErr(cmd string, err error, stderr io.Writer) int {
 }
 
 // verdictExit maps one result to the CLI's exit code.
-func verdictExit(r *harness.Result) int {
+func verdictExit(r *engine.Result) int {
 	switch r.Verdict {
-	case harness.Pass:
+	case engine.Pass:
 		return exitPass
-	case harness.Liveness:
+	case engine.Liveness:
 		return exitLiveness
-	case harness.HarnessError:
+	case engine.HarnessError:
 		return exitUsage
 	}
 	return exitSafety // safety, unknown
@@ -130,7 +130,7 @@ func verdictExit(r *harness.Result) int {
 
 // writeReport writes the harness report with the repro line that fits the
 // source: a log from a file replays from the file, not from its seed.
-func writeReport(w io.Writer, r *harness.Result, repro string) {
+func writeReport(w io.Writer, r *engine.Result, repro string) {
 	var b strings.Builder
 	r.WriteReport(&b)
 	text := strings.Replace(b.String(), "repro: "+r.Repro()+"\n", "repro: "+repro+"\n", 1)
@@ -152,7 +152,7 @@ func replayCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return inputErr("replay", err, stderr)
 	}
-	res := harness.Run(log, cfg)
+	res := engine.Run(log, cfg)
 	repro := src.origin(res)
 	if *asJSON {
 		rec := record(res)
@@ -163,7 +163,7 @@ func replayCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		writeReport(stdout, res, repro)
 	}
-	if res.Verdict == harness.HarnessError {
+	if res.Verdict == engine.HarnessError {
 		fmt.Fprintf(stderr, "storesim replay: the run could not be set up: %v\n", res.Err)
 	}
 	if *viz != "" {

@@ -16,10 +16,10 @@ import (
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/redisdriver"
-	"github.com/storesim/storesim/drivers/registry"
+	"github.com/storesim/storesim/fuzz/engine"
+	"github.com/storesim/storesim/fuzz/registry"
+	"github.com/storesim/storesim/fuzz/workload"
 	"github.com/storesim/storesim/model"
-	"github.com/storesim/storesim/sim/harness"
-	"github.com/storesim/storesim/sim/workload"
 )
 
 // genFlags are the flags that shape generated runs (run, replay --seed,
@@ -38,32 +38,32 @@ var driverFactory func(name string, env registry.Env) (drivers.Driver, error)
 
 func (g *genFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.driver, "driver", "memory", "driver of every endpoint (see storesim drivers)")
-	fs.StringVar(&g.profile, "profile", string(harness.Default), "fault profile: calm (no faults), default (a swarm fault mix per seed), evicting (swarm faults on an evicting store)")
+	fs.StringVar(&g.profile, "profile", string(engine.Default), "fault profile: calm (no faults), default (a swarm fault mix per seed), evicting (swarm faults on an evicting store)")
 	fs.IntVar(&g.ops, "ops", 100, "generated ops per seed")
 	fs.Uint64Var(&g.maxSteps, "max-steps", 0, "scheduler events per run before it counts as a livelock, a liveness failure (default 5000000)")
 	fs.DurationVar(&g.linTimeout, "lin-timeout", 0, "porcupine time limit per run; a timeout is the verdict unknown (default 10s)")
 }
 
 // config validates the flags into a harness config.
-func (g *genFlags) config() (harness.Config, error) {
-	p, err := harness.ParseProfile(g.profile)
+func (g *genFlags) config() (engine.Config, error) {
+	p, err := engine.ParseProfile(g.profile)
 	if err != nil {
-		return harness.Config{}, usagef("--profile: %v", err)
+		return engine.Config{}, usagef("--profile: %v", err)
 	}
 	if g.ops <= 0 {
-		return harness.Config{}, usagef("--ops %d: want a positive number of ops", g.ops)
+		return engine.Config{}, usagef("--ops %d: want a positive number of ops", g.ops)
 	}
 	if err := checkDriver(g.driver); err != nil {
-		return harness.Config{}, err
+		return engine.Config{}, err
 	}
 	if g.linTimeout < 0 {
-		return harness.Config{}, usagef("--lin-timeout %v: want a positive duration", g.linTimeout)
+		return engine.Config{}, usagef("--lin-timeout %v: want a positive duration", g.linTimeout)
 	}
-	return g.runConfig(harness.Config{Driver: g.driver, Profile: p, Ops: g.ops}), nil
+	return g.runConfig(engine.Config{Driver: g.driver, Profile: p, Ops: g.ops}), nil
 }
 
 // runConfig adds the flags that apply to any run, generated or from a file.
-func (g *genFlags) runConfig(c harness.Config) harness.Config {
+func (g *genFlags) runConfig(c engine.Config) engine.Config {
 	c.MaxSteps, c.LinTimeout, c.Factory = g.maxSteps, g.linTimeout, driverFactory
 	return c
 }
@@ -82,7 +82,7 @@ func checkDriver(name string) error {
 }
 
 // realFlags are run's flags for a real store (--driver redis://HOST:PORT).
-// The run is then harness.RunReal: the seed's workload in real time against
+// The run is then engine.RunReal: the seed's workload in real time against
 // the Redis driver, one seed after another unless --workers says otherwise
 // (each seed has its own key prefix, so parallel seeds never see each
 // other's keys; they only skew each other's timing).
@@ -93,7 +93,7 @@ type realFlags struct {
 }
 
 func (f *realFlags) register(fs *flag.FlagSet) {
-	fs.Float64Var(&f.stretch, "stretch", 0, fmt.Sprintf("redis:// only: issue each op at STRETCH × its virtual time (default %d; 1 is the most concurrent, and most attempts are then cancelled by the closing shutdowns)", harness.DefaultStretch))
+	fs.Float64Var(&f.stretch, "stretch", 0, fmt.Sprintf("redis:// only: issue each op at STRETCH × its virtual time (default %d; 1 is the most concurrent, and most attempts are then cancelled by the closing shutdowns)", engine.DefaultStretch))
 	fs.DurationVar(&f.wait, "wait", 0, "redis:// only: how long after the last op every endpoint's shutdown may take; longer is a liveness failure (default 10s)")
 }
 
@@ -106,28 +106,28 @@ func (f *realFlags) refuse(fs *flag.FlagSet) error {
 }
 
 // config validates the flags of a real-time run into a harness config.
-func (f *realFlags) config(g *genFlags, fs *flag.FlagSet) (harness.Config, error) {
+func (f *realFlags) config(g *genFlags, fs *flag.FlagSet) (engine.Config, error) {
 	addr, err := parseRedisURL(g.driver)
 	if err != nil {
-		return harness.Config{}, err
+		return engine.Config{}, err
 	}
-	p, err := harness.ParseProfile(g.profile)
+	p, err := engine.ParseProfile(g.profile)
 	switch {
 	case err != nil:
-		return harness.Config{}, usagef("--profile: %v", err)
+		return engine.Config{}, usagef("--profile: %v", err)
 	case g.ops <= 0:
-		return harness.Config{}, usagef("--ops %d: want a positive number of ops", g.ops)
+		return engine.Config{}, usagef("--ops %d: want a positive number of ops", g.ops)
 	case g.linTimeout < 0:
-		return harness.Config{}, usagef("--lin-timeout %v: want a positive duration", g.linTimeout)
+		return engine.Config{}, usagef("--lin-timeout %v: want a positive duration", g.linTimeout)
 	case wasSet(fs, "max-steps"):
-		return harness.Config{}, usagef("--max-steps: %s runs in real time, without scheduler steps (bound it with --wait)", g.driver)
+		return engine.Config{}, usagef("--max-steps: %s runs in real time, without scheduler steps (bound it with --wait)", g.driver)
 	case f.stretch < 0 || f.stretch != f.stretch:
-		return harness.Config{}, usagef("--stretch %g: want a positive factor", f.stretch)
+		return engine.Config{}, usagef("--stretch %g: want a positive factor", f.stretch)
 	case f.wait < 0:
-		return harness.Config{}, usagef("--wait %v: want a positive duration", f.wait)
+		return engine.Config{}, usagef("--wait %v: want a positive duration", f.wait)
 	}
 	f.addr, f.url = addr, g.driver
-	return harness.Config{Driver: g.driver, Profile: p, Ops: g.ops, LinTimeout: g.linTimeout}, nil
+	return engine.Config{Driver: g.driver, Profile: p, Ops: g.ops, LinTimeout: g.linTimeout}, nil
 }
 
 // parseRedisURL reads redis://HOST:PORT.
@@ -154,7 +154,7 @@ func (f *realFlags) ping() error {
 
 func (f *realFlags) effectiveStretch() float64 {
 	if f.stretch == 0 {
-		return harness.DefaultStretch
+		return engine.DefaultStretch
 	}
 	return f.stretch
 }
@@ -162,10 +162,10 @@ func (f *realFlags) effectiveStretch() float64 {
 // rd is the Redis driver of one seed's run: every endpoint's driver on a
 // fresh key prefix (storesim-run/<seed>/<nanotime>/) with the endpoint's
 // capabilities, and a cleanup that deletes the prefix's keys.
-func (f *realFlags) rd(seed uint64) harness.RealDriver {
+func (f *realFlags) rd(seed uint64) engine.RealDriver {
 	addr := f.addr
 	prefix := fmt.Sprintf("storesim-run/%d/%d/", seed, time.Now().UnixNano())
-	return harness.RealDriver{
+	return engine.RealDriver{
 		Name: f.url, Stretch: f.stretch, Wait: f.wait,
 		New: func(_ string, env registry.Env) (drivers.Driver, error) {
 			return redisdriver.New(redisdriver.Config{Addr: addr, Prefix: prefix, Caps: env.Caps})
@@ -183,7 +183,7 @@ func (f *realFlags) rd(seed uint64) harness.RealDriver {
 
 type runOpts struct {
 	gen         genFlags
-	cfg         harness.Config
+	cfg         engine.Config
 	real        realFlags // a redis:// driver: the run is in real time
 	seeds       seedSpec
 	shard       shard
@@ -262,8 +262,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // outcome is one seed's result (and its second run with
 // --check-determinism).
 type outcome struct {
-	res    *harness.Result
-	second *harness.Result
+	res    *engine.Result
+	second *engine.Result
 }
 
 func (oc outcome) mismatch() bool {
@@ -336,18 +336,18 @@ func (o *runOpts) swarm(ctx context.Context, stdout, stderr io.Writer) int {
 
 func (o *runOpts) runSeed(seed uint64) outcome {
 	if o.real.addr != "" {
-		return outcome{res: harness.RunReal(harness.Plan(seed, o.cfg), o.cfg, o.real.rd(seed))}
+		return outcome{res: engine.RunReal(engine.Plan(seed, o.cfg), o.cfg, o.real.rd(seed))}
 	}
-	oc := outcome{res: harness.RunSeed(seed, o.cfg)}
+	oc := outcome{res: engine.RunSeed(seed, o.cfg)}
 	if o.determinism {
-		oc.second = harness.RunSeed(seed, o.cfg)
+		oc.second = engine.RunSeed(seed, o.cfg)
 	}
 	return oc
 }
 
 // reproOf is the command that replays a generated run: the harness's, plus
 // the run flags it does not know about when they are not the defaults.
-func reproOf(r *harness.Result) string {
+func reproOf(r *engine.Result) string {
 	cmd := r.Repro()
 	def := defaults()
 	if r.Config.MaxSteps != 0 && r.Config.MaxSteps != def.MaxSteps {
@@ -361,8 +361,8 @@ func reproOf(r *harness.Result) string {
 
 // defaults are the harness's defaults for the run flags, read off the
 // result of an empty run (the harness does not export them).
-var defaults = sync.OnceValue(func() harness.Config {
-	return harness.Run(&workload.Log{}, harness.Config{}).Config
+var defaults = sync.OnceValue(func() engine.Config {
+	return engine.Run(&workload.Log{}, engine.Config{}).Config
 })
 
 // seedRecord is one JSON line per seed.
@@ -407,9 +407,9 @@ type summaryRecord struct {
 // memory, contract (driver D-rules), backend (B- and lender S-rules),
 // liveness; or the verdict when nothing failed (pass, unknown,
 // harness-error).
-func classOf(r *harness.Result) string {
+func classOf(r *engine.Result) string {
 	switch r.Verdict {
-	case harness.Pass, harness.Unknown, harness.HarnessError:
+	case engine.Pass, engine.Unknown, engine.HarnessError:
 		return string(r.Verdict)
 	}
 	if len(r.Failures) == 0 {
@@ -429,7 +429,7 @@ func classOf(r *harness.Result) string {
 	return "backend"
 }
 
-func record(r *harness.Result) seedRecord {
+func record(r *engine.Result) seedRecord {
 	rec := seedRecord{Type: "seed", Seed: r.Seed, TraceHash: fmt.Sprintf("%016x", r.TraceHash), Verdict: string(r.Verdict),
 		Class: classOf(r), Rule: r.Rule(), Repro: reproOf(r), Steps: r.Steps, Failures: len(r.Failures), RealTime: r.RealTime}
 	if r.Err != nil {
@@ -465,20 +465,20 @@ func (t *tally) add(oc outcome) {
 	s.Seeds++
 	t.steps += r.Steps
 	switch r.Verdict {
-	case harness.Safety:
+	case engine.Safety:
 		s.Safety++
-	case harness.Liveness:
+	case engine.Liveness:
 		s.Liveness++
-	case harness.Unknown:
+	case engine.Unknown:
 		s.Unknown++
-	case harness.HarnessError:
+	case engine.HarnessError:
 		s.HarnessError++
 	}
 	mismatch := oc.mismatch()
 	if mismatch {
 		s.Determinism++
 	}
-	failed := r.Verdict != harness.Pass || mismatch
+	failed := r.Verdict != engine.Pass || mismatch
 	if failed {
 		s.Failed++
 	} else {
@@ -488,7 +488,7 @@ func (t *tally) add(oc outcome) {
 	if mismatch {
 		rec.SecondTraceHash = fmt.Sprintf("%016x", oc.second.TraceHash)
 	}
-	if failed && t.o.out != "" && r.Verdict != harness.HarnessError {
+	if failed && t.o.out != "" && r.Verdict != engine.HarnessError {
 		dir, err := writeFailure(t.o.out, r)
 		if err != nil {
 			t.fail(err)
@@ -574,7 +574,7 @@ func (t *tally) finish(ctx context.Context) int {
 // writeFailure saves a failing seed's folder: the op log (what replays on
 // later commits), the report with its timeline, porcupine's HTML and the
 // commands that reproduce it.
-func writeFailure(root string, r *harness.Result) (string, error) {
+func writeFailure(root string, r *engine.Result) (string, error) {
 	dir := filepath.Join(root, fmt.Sprintf("seed-%d", r.Seed))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err

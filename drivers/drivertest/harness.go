@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/storesim/storesim/drivers"
-	"github.com/storesim/storesim/drivers/registry"
+	"github.com/storesim/storesim/fuzz/registry"
 )
 
 // Env is what a fresh driver is built from: the runtime it must schedule

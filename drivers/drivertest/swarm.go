@@ -7,9 +7,9 @@ import (
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/monitor"
-	"github.com/storesim/storesim/drivers/registry"
+	"github.com/storesim/storesim/fuzz/engine"
+	"github.com/storesim/storesim/fuzz/registry"
 	"github.com/storesim/storesim/sim"
-	"github.com/storesim/storesim/sim/harness"
 )
 
 // maxSwarmFailures stops a profile's runs once the driver has failed this
@@ -19,7 +19,7 @@ const maxSwarmFailures = 3
 
 // swarmProfiles are the store profiles of the backend-driven runs: the
 // swarm fault mix on a durable store, and on an evicting one.
-var swarmProfiles = []harness.Profile{harness.Default, harness.Evicting}
+var swarmProfiles = []engine.Profile{engine.Default, engine.Evicting}
 
 // runSwarm plays generated workloads through the reference backend on
 // drivers built by the harness (sim/harness with Config.Factory): every
@@ -49,7 +49,7 @@ func (c *certifier) runSwarm() {
 			}
 			seed := sim.SubSeed(c.opts.Seed, fmt.Sprintf("swarm/%s/%d", p, i))
 			var counters []*PairCounter
-			res := harness.RunSeed(seed, harness.Config{
+			res := engine.RunSeed(seed, engine.Config{
 				Driver: c.h.Name, Profile: p, Factory: factory, LinTimeout: linTimeout,
 				Observers: func(string) []monitor.Observer {
 					pc := NewPairCounter()
@@ -64,12 +64,12 @@ func (c *certifier) runSwarm() {
 			}
 			where := fmt.Sprintf("swarm %s seed %d; repro: %s", p, seed, res.Repro())
 			switch res.Verdict {
-			case harness.Pass:
+			case engine.Pass:
 				continue
-			case harness.HarnessError:
+			case engine.HarnessError:
 				c.gaps = append(c.gaps, fmt.Sprintf("swarm %s seed %d could not be set up: %v", p, seed, res.Err))
 				continue
-			case harness.Unknown:
+			case engine.Unknown:
 				c.gaps = append(c.gaps, fmt.Sprintf("swarm %s seed %d: the S-LIN check timed out (%s)", p, seed, res.Lin))
 				continue
 			}

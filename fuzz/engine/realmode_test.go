@@ -1,4 +1,4 @@
-package harness
+package engine
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
 	"github.com/storesim/storesim/drivers/redisdriver"
-	"github.com/storesim/storesim/drivers/registry"
+	"github.com/storesim/storesim/fuzz/registry"
 )
 
 // RunReal starts the realtime runtime's executor and the drivers' goroutines.
@@ -24,7 +24,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // realRepro is the command that reruns a real-time test.
 func realRepro(t *testing.T) string {
-	return fmt.Sprintf("(repro: scripts/with-redis.sh go test -race ./sim/harness -run '^%s$')", strings.ReplaceAll(t.Name(), "/", "$/^"))
+	return fmt.Sprintf("(repro: scripts/with-redis.sh go test -race ./fuzz/engine -run '^%s$')", strings.ReplaceAll(t.Name(), "/", "$/^"))
 }
 
 // redisAddr is the server of scripts/with-redis.sh. Without it the Redis
@@ -37,7 +37,7 @@ func redisAddr(t *testing.T) string {
 		if os.Getenv("STORESIM_REDIS_REQUIRED") == "1" {
 			t.Fatalf("STORESIM_REDIS_REQUIRED=1 but STORESIM_REDIS_ADDR is empty %s", realRepro(t))
 		}
-		t.Skip("STORESIM_REDIS_ADDR is not set; run: scripts/with-redis.sh go test -race ./sim/harness -run Real")
+		t.Skip("STORESIM_REDIS_ADDR is not set; run: scripts/with-redis.sh go test -race ./fuzz/engine -run Real")
 	}
 	return addr
 }
@@ -213,7 +213,7 @@ func TestRunRealOutcomes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			repro := fmt.Sprintf("(repro: go test -race ./sim/harness -run '^TestRunRealOutcomes$/^%s$')", strings.ReplaceAll(tc.name, " ", "_"))
+			repro := fmt.Sprintf("(repro: go test -race ./fuzz/engine -run '^TestRunRealOutcomes$/^%s$')", strings.ReplaceAll(tc.name, " ", "_"))
 			var got *Result
 			for seed := range uint64(4) {
 				got = RunReal(Plan(seed, Config{Profile: Calm}), Config{Profile: Calm}, tc.rd(t))
@@ -238,7 +238,7 @@ func TestRunRealKeepsWorkload(t *testing.T) {
 	cfg := Config{Profile: Calm, Ops: 40}
 	res := RunReal(Plan(3, cfg), cfg, memReal(nil))
 	if res.Verdict != Pass || res.Log.String() != Plan(3, cfg).String() {
-		t.Fatalf("real run: %s; its log differs from the seed's plan:\n%s\nvs\n%s(repro: go test -race ./sim/harness -run '^TestRunRealKeepsWorkload$')",
+		t.Fatalf("real run: %s; its log differs from the seed's plan:\n%s\nvs\n%s(repro: go test -race ./fuzz/engine -run '^TestRunRealKeepsWorkload$')",
 			res.Summary(), res.Log, Plan(3, cfg))
 	}
 }
@@ -250,7 +250,7 @@ func TestRunRealBadInput(t *testing.T) {
 		"nil factory": RunReal(Plan(1, Config{}), Config{}, RealDriver{Name: "x"}),
 	} {
 		if res.Verdict != HarnessError || res.Err == nil || !res.RealTime {
-			t.Errorf("%s: verdict %s, error %v (repro: go test ./sim/harness -run '^TestRunRealBadInput$')", name, res.Verdict, res.Err)
+			t.Errorf("%s: verdict %s, error %v (repro: go test ./fuzz/engine -run '^TestRunRealBadInput$')", name, res.Verdict, res.Err)
 		}
 	}
 }

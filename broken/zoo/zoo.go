@@ -1,4 +1,4 @@
-// Package zootest is the bug zoo's test driver: the table of planted backend
+// Package zoo is the bug zoo's test driver: the table of planted backend
 // bugs (each behind its own build tag zoo_<name>, see backend/zoo.go), the
 // rules the swarm is expected to name for each, and the swarm hunt that looks
 // for the first failing seed.
@@ -13,7 +13,7 @@
 // TestSwarmFinds once per bug with `go test -tags zoo_<name>`.
 //
 // Wall-clock measurements (time to detect, the naive stress test) live in
-// backend/zootest/realhunt and backend/zootest/realstress, because code
+// broken/zoo/realhunt and broken/zoo/realstress, because code
 // under backend/ may not read the clock or start goroutines.
 //
 // # Escapes
@@ -21,12 +21,12 @@
 // Some bugs are planted although the swarm cannot see them: the table says
 // why ([Bug.Blind]), so docs/ZOO.md lists the checks that are missing rather
 // than hiding the bug. They are hunted and reported like the others.
-package zootest
+package zoo
 
 import (
 	"slices"
 
-	"github.com/storesim/storesim/sim/harness"
+	"github.com/storesim/storesim/fuzz/engine"
 )
 
 // Bug is one planted bug.
@@ -140,17 +140,17 @@ type Hunt struct {
 	Verdict string
 	Rule    string
 	Detail  string
-	Result  *harness.Result
+	Result  *engine.Result
 }
 
 // HuntSwarm runs seeds start, start+1, … (at most limit) in the current build
 // and stops at the first that does not pass. A porcupine timeout (Unknown)
 // or a harness error is not a find; the hunt goes on.
-func HuntSwarm(start, limit uint64, cfg harness.Config) Hunt {
+func HuntSwarm(start, limit uint64, cfg engine.Config) Hunt {
 	h := Hunt{Start: start}
 	for seed := start; seed < start+limit; seed++ {
 		h.Tried++
-		if res := harness.RunSeed(seed, cfg); res.Verdict == harness.Safety || res.Verdict == harness.Liveness {
+		if res := engine.RunSeed(seed, cfg); res.Verdict == engine.Safety || res.Verdict == engine.Liveness {
 			h.Found, h.Seed, h.Verdict, h.Rule, h.Result = true, seed, string(res.Verdict), res.Rule(), res
 			h.Detail = res.Failures[0].String()
 			return h

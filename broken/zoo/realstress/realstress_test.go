@@ -14,7 +14,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestNoFalseAlarm: on the correct backend the naive stress test finds
 // nothing, naive or arena, while doing real work. Run it with -race.
 func TestNoFalseAlarm(t *testing.T) {
-	const repro = "(repro: go test -race ./backend/zootest/realstress -run TestNoFalseAlarm)"
+	const repro = "(repro: go test -race ./broken/zoo/realstress -run TestNoFalseAlarm)"
 	if backend.ZooBug() != "" {
 		t.Skipf("build carries planted bug %s", backend.ZooBug())
 	}
@@ -35,7 +35,7 @@ func TestNoFalseAlarm(t *testing.T) {
 // property of this package.
 func TestFindsPlanted(t *testing.T) {
 	if backend.ZooBug() == "" {
-		t.Skip("needs a zoo build: go test -race -tags zoo_<name> ./backend/zootest/realstress -run TestFindsPlanted -v")
+		t.Skip("needs a zoo build: go test -race -tags zoo_<name> ./broken/zoo/realstress -run TestFindsPlanted -v")
 	}
 	rep := Run(Options{Duration: 5 * time.Second, Seed: 1})
 	t.Logf("%s: naive %v, arena %v, %d ops, %d rounds", backend.ZooBug(), rep.Naive, rep.Arena, rep.Ops, rep.Rounds)

@@ -1,4 +1,4 @@
-package harness
+package engine
 
 import (
 	"fmt"
@@ -6,9 +6,9 @@ import (
 
 	"github.com/storesim/storesim/backend"
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/fuzz/workload"
 	"github.com/storesim/storesim/model"
 	"github.com/storesim/storesim/model/lender"
-	"github.com/storesim/storesim/sim/workload"
 )
 
 // backendCheck watches, at the driver boundary, what the backend sends and

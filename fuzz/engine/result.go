@@ -1,4 +1,4 @@
-package harness
+package engine
 
 import (
 	"errors"
@@ -10,9 +10,9 @@ import (
 
 	"github.com/storesim/storesim/backend"
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/fuzz/workload"
 	"github.com/storesim/storesim/model"
 	"github.com/storesim/storesim/sim"
-	"github.com/storesim/storesim/sim/workload"
 )
 
 // Verdict is a run's outcome class. Each has its own exit code in the CLI.

@@ -1,4 +1,4 @@
-package zootest
+package zoo
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 // that found nothing as +Inf, and the ratio of a naive run that found
 // nothing is a lower bound ("> …").
 func TestRender(t *testing.T) {
-	const repro = "(repro: go test ./backend/zootest -run TestRender)"
+	const repro = "(repro: go test ./broken/zoo -run TestRender)"
 	hunts := []HuntRecord{
 		{Start: 0, Tried: 3, Found: true, Rule: "S-MARKS", WallMS: 10},
 		{Start: 1, Tried: 1, Found: true, Rule: "S-MARKS", WallMS: 2},

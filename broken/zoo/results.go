@@ -1,4 +1,4 @@
-package zootest
+package zoo
 
 import (
 	"bufio"
@@ -12,7 +12,7 @@ import (
 
 // The records scripts/zoo.sh collects (JSON Lines, one "kind" per line)
 // and [Render] turns into docs/ZOO.md. Times are milliseconds of wall clock,
-// measured by backend/zootest/realhunt.
+// measured by broken/zoo/realhunt.
 
 // HuntRecord is one swarm hunt from one start seed.
 type HuntRecord struct {
@@ -209,11 +209,11 @@ func Render(w io.Writer, res *Results) error {
 	p("Generated %s at commit %s on %d CPUs (%s), %s. The whole script took %.0f s.\n\n", m.Date, m.Commit, m.NProc, m.CPU, m.GoVersion, m.TotalS)
 	p("Each planted bug lives in the backend behind its own build tag (`-tags zoo_<name>`, see backend/zoo.go);\n")
 	p("a normal build carries none. For each bug:\n\n")
-	p("- **swarm**: `storesim run`'s run function (sim/harness, default profile, 100 ops, memory driver) on seeds\n")
+	p("- **swarm**: `storesim run`'s run function (fuzz/engine, default profile, 100 ops, memory driver) on seeds\n")
 	p("  START, START+1, … in one goroutine until the first seed that fails, for 5 start offsets; the table shows the\n")
 	p("  medians of the seeds run (including the failing one) and of the wall time, and the first rules named.\n")
 	p("- **shrunk**: `storesim shrink --seed S` on the failing seed of the first hunt: ops before → after.\n")
-	p("- **naive**: package backend/zootest/realstress, built with `-race`: the same backend and the in-memory\n")
+	p("- **naive**: package broken/zoo/realstress, built with `-race`: the same backend and the in-memory\n")
 	p("  driver (fault mix memdriver.Default, which has no never-ending calls) on the wall-clock runtime, 4\n")
 	p("  goroutines issuing random publishes,\n")
 	p("  fetches and cancels with random sleeps, a new backend every 500 ms; it checks what such a test can see:\n")

@@ -1,4 +1,4 @@
-package harness
+package engine
 
 import "testing"
 
@@ -7,7 +7,7 @@ import "testing"
 // run every check (porcupine included). Reported as seeds/s and events/seed
 // so `make bench` can set it next to the bare scheduler loop.
 //
-//	go test -bench RunSeed -run '^$' ./sim/harness
+//	go test -bench RunSeed -run '^$' ./fuzz/engine
 func BenchmarkRunSeed(b *testing.B) {
 	var steps uint64
 	seed := uint64(0)

@@ -7,8 +7,8 @@
 //	realhunt render -in results.jsonl                          # writes docs/ZOO.md to stdout
 //	realhunt list                                              # every bug: name caught|escape
 //
-// swarm and naive print one JSON line (zootest.SwarmRecord,
-// zootest.NaiveRecord) for the bug compiled in. naive runs the stress test in
+// swarm and naive print one JSON line (zoo.SwarmRecord,
+// zoo.NaiveRecord) for the bug compiled in. naive runs the stress test in
 // a child process of itself, so a panic on the runtime's executor or a -race
 // report (GORACE=halt_on_error=1, exit status 66) is timed and classified
 // instead of killing the measurement.
@@ -29,9 +29,9 @@ import (
 	"time"
 
 	"github.com/storesim/storesim/backend"
-	"github.com/storesim/storesim/backend/zootest"
-	"github.com/storesim/storesim/backend/zootest/realstress"
-	"github.com/storesim/storesim/sim/harness"
+	"github.com/storesim/storesim/broken/zoo"
+	"github.com/storesim/storesim/broken/zoo/realstress"
+	"github.com/storesim/storesim/fuzz/engine"
 )
 
 func main() {
@@ -49,7 +49,7 @@ func main() {
 	case "render":
 		err = render(args)
 	case "list":
-		for _, b := range zootest.Bugs {
+		for _, b := range zoo.Bugs {
 			kind := "escape"
 			if b.Caught() {
 				kind = "caught"
@@ -99,18 +99,18 @@ func swarm(args []string) error {
 	if err != nil {
 		return err
 	}
-	rec := zootest.SwarmRecord{Kind: "swarm", Bug: bug, Limit: *limit}
+	rec := zoo.SwarmRecord{Kind: "swarm", Bug: bug, Limit: *limit}
 	// Warm the process up (allocator, first porcupine check) on a seed far
 	// from every hunt, so the first hunt is not charged for it.
-	zootest.HuntSwarm(1<<40, 3, harness.Config{})
+	zoo.HuntSwarm(1<<40, 3, engine.Config{})
 	for _, f := range strings.Split(*starts, ",") {
 		start, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
 		if err != nil {
 			return fmt.Errorf("-starts: %w", err)
 		}
 		t0 := time.Now()
-		h := zootest.HuntSwarm(start, *limit, harness.Config{})
-		rec.Hunts = append(rec.Hunts, zootest.HuntRecord{Start: start, Tried: h.Tried, Found: h.Found, Seed: h.Seed,
+		h := zoo.HuntSwarm(start, *limit, engine.Config{})
+		rec.Hunts = append(rec.Hunts, zoo.HuntRecord{Start: start, Tried: h.Tried, Found: h.Found, Seed: h.Seed,
 			Verdict: h.Verdict, Rule: h.Rule, Detail: clip(h.Detail, 300), WallMS: ms(time.Since(t0))})
 	}
 	if *ss != "" && len(rec.Hunts) > 0 && rec.Hunts[0].Found {
@@ -126,8 +126,8 @@ var (
 )
 
 // shrink runs `storesim shrink` on seed and reads the sizes it prints.
-func shrink(bin string, seed uint64, limit time.Duration) *zootest.ShrinkRecord {
-	rec := &zootest.ShrinkRecord{Seed: seed}
+func shrink(bin string, seed uint64, limit time.Duration) *zoo.ShrinkRecord {
+	rec := &zoo.ShrinkRecord{Seed: seed}
 	out, err := os.CreateTemp("", "zoo-shrink-*.oplog")
 	if err != nil {
 		rec.Err = err.Error()
@@ -168,7 +168,7 @@ func naive(args []string) error {
 	if err != nil {
 		return err
 	}
-	rec := zootest.NaiveRecord{Kind: "naive", Bug: bug, BudgetMS: ms(*budget)}
+	rec := zoo.NaiveRecord{Kind: "naive", Bug: bug, BudgetMS: ms(*budget)}
 	for i := range *runs {
 		r, err := naiveRun(*budget, *seed+uint64(i))
 		if err != nil {
@@ -180,10 +180,10 @@ func naive(args []string) error {
 }
 
 // naiveRun runs the stress test in a child process and times it.
-func naiveRun(budget time.Duration, seed uint64) (zootest.NaiveRun, error) {
+func naiveRun(budget time.Duration, seed uint64) (zoo.NaiveRun, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return zootest.NaiveRun{}, err
+		return zoo.NaiveRun{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), budget+30*time.Second)
 	defer cancel()
@@ -194,7 +194,7 @@ func naiveRun(budget time.Duration, seed uint64) (zootest.NaiveRun, error) {
 	t0 := time.Now()
 	runErr := cmd.Run()
 	wall := ms(time.Since(t0))
-	run := zootest.NaiveRun{Seed: seed}
+	run := zoo.NaiveRun{Seed: seed}
 	if runErr == nil {
 		if err := json.Unmarshal(stdout.Bytes(), &run); err != nil {
 			return run, fmt.Errorf("child output %q: %w", stdout.String(), err)
@@ -230,7 +230,7 @@ func naiveChild(args []string) error {
 	seed := fs.Uint64("seed", 1, "")
 	fs.Parse(args)
 	rep := realstress.Run(realstress.Options{Duration: *budget, Seed: *seed})
-	run := zootest.NaiveRun{Seed: *seed, Ops: rep.Ops, Rounds: rep.Rounds}
+	run := zoo.NaiveRun{Seed: *seed, Ops: rep.Ops, Rounds: rep.Rounds}
 	if f := rep.Naive; f != nil {
 		run.Check, run.AtMS, run.Detail = f.Check, ms(f.At), clip(f.Detail, 300)
 	}
@@ -249,11 +249,11 @@ func render(args []string) error {
 		return err
 	}
 	defer f.Close()
-	res, err := zootest.ReadResults(f)
+	res, err := zoo.ReadResults(f)
 	if err != nil {
 		return err
 	}
-	return zootest.Render(os.Stdout, res)
+	return zoo.Render(os.Stdout, res)
 }
 
 func clip(s string, n int) string {

@@ -21,7 +21,7 @@
 // target it and renumbers the remaining cancel targets; every candidate is
 // printed and parsed back (workload.Parse) before it runs, so what is kept
 // is exactly what a file will hold. A candidate is kept when
-// harness.Run on it gives the same verdict and the same Result.Rule().
+// engine.Run on it gives the same verdict and the same Result.Rule().
 //
 // # Determinism
 //
@@ -36,8 +36,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/storesim/storesim/sim/harness"
-	"github.com/storesim/storesim/sim/workload"
+	"github.com/storesim/storesim/fuzz/engine"
+	"github.com/storesim/storesim/fuzz/workload"
 )
 
 // ErrNotFailing: the log to shrink passes (or its check is inconclusive),
@@ -48,7 +48,7 @@ var ErrNotFailing = errors.New("shrink: the log does not fail")
 type Options struct {
 	// Config runs every candidate (Factory, LinTimeout, MaxSteps; the
 	// log's endpoints name their drivers).
-	Config harness.Config
+	Config engine.Config
 	// MaxRuns caps candidate runs (0: no cap).
 	MaxRuns int
 	// Stop is polled before every run; true ends the shrink with the
@@ -95,8 +95,8 @@ func SizeOf(l *workload.Log) Size {
 // Result is the smallest failing log found.
 type Result struct {
 	Log      *workload.Log
-	Run      *harness.Result // the run of Log
-	Verdict  harness.Verdict
+	Run      *engine.Result // the run of Log
+	Verdict  engine.Verdict
 	Rule     string
 	Original Size
 	Runs     int
@@ -113,8 +113,8 @@ func Shrink(log *workload.Log, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shrink: the log does not print and parse back: %w", err)
 	}
-	first := harness.Run(start, opts.Config)
-	if first.Verdict != harness.Safety && first.Verdict != harness.Liveness {
+	first := engine.Run(start, opts.Config)
+	if first.Verdict != engine.Safety && first.Verdict != engine.Liveness {
 		return nil, fmt.Errorf("%w (verdict %s)", ErrNotFailing, first.Verdict)
 	}
 	s := &shrinker{opts: opts, best: start, run: first, seen: map[string]bool{start.String(): true}}
@@ -152,7 +152,7 @@ func Shrink(log *workload.Log, opts Options) (*Result, error) {
 type shrinker struct {
 	opts    Options
 	best    *workload.Log
-	run     *harness.Result
+	run     *engine.Result
 	res     *Result
 	pass    string
 	stopped bool
@@ -178,7 +178,7 @@ func (s *shrinker) try(cand *workload.Log) bool {
 	}
 	s.seen[text] = true
 	s.res.Runs++
-	r := harness.Run(parsed, s.opts.Config)
+	r := engine.Run(parsed, s.opts.Config)
 	if r.Verdict != s.res.Verdict || r.Rule() != s.res.Rule {
 		return false
 	}

@@ -1,4 +1,4 @@
-package harness
+package engine
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/storesim/storesim/drivers"
-	"github.com/storesim/storesim/drivers/registry"
+	"github.com/storesim/storesim/fuzz/registry"
 )
 
 // TestSwarmReference: the reference drivers pass every check on many seeds
@@ -35,7 +35,7 @@ func TestSwarmReference(t *testing.T) {
 				}
 				// Not vacuous: the swarm admits, delivers and fails attempts.
 				if attempts < int(n)*10 || delivered == 0 || failed == 0 {
-					t.Fatalf("swarm too thin: %d attempts, %d delivered, %d failed over %d seeds (repro: go test ./sim/harness -run 'TestSwarmReference/%s/%s')", attempts, delivered, failed, n, drv, p)
+					t.Fatalf("swarm too thin: %d attempts, %d delivered, %d failed over %d seeds (repro: go test ./fuzz/engine -run 'TestSwarmReference/%s/%s')", attempts, delivered, failed, n, drv, p)
 				}
 			})
 		}
@@ -49,18 +49,18 @@ func TestReplayIdentical(t *testing.T) {
 		a := RunSeed(seed, Config{})
 		b := RunSeed(seed, Config{})
 		if a.TraceHash != b.TraceHash || a.Verdict != b.Verdict {
-			t.Fatalf("seed %d: %s vs %s (repro: go test ./sim/harness -run TestReplayIdentical)", seed, a.Summary(), b.Summary())
+			t.Fatalf("seed %d: %s vs %s (repro: go test ./fuzz/engine -run TestReplayIdentical)", seed, a.Summary(), b.Summary())
 		}
 		log, err := parseBack(a)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if c := Run(log, Config{}); c.TraceHash != a.TraceHash {
-			t.Fatalf("seed %d: the op log replays to %016x, the seed to %016x (repro: go test ./sim/harness -run TestReplayIdentical)", seed, c.TraceHash, a.TraceHash)
+			t.Fatalf("seed %d: the op log replays to %016x, the seed to %016x (repro: go test ./fuzz/engine -run TestReplayIdentical)", seed, c.TraceHash, a.TraceHash)
 		}
 	}
 	if RunSeed(1, Config{}).TraceHash == RunSeed(2, Config{}).TraceHash {
-		t.Fatalf("seeds 1 and 2 share a trace hash (repro: go test ./sim/harness -run TestReplayIdentical)")
+		t.Fatalf("seeds 1 and 2 share a trace hash (repro: go test ./fuzz/engine -run TestReplayIdentical)")
 	}
 }
 
@@ -100,7 +100,7 @@ func TestCheckersFire(t *testing.T) {
 				}
 			}
 			if hits == 0 {
-				t.Fatalf("no seed of 20 failed with %s (repro: go test ./sim/harness -run 'TestCheckersFire/%s')", tc.rule, tc.name)
+				t.Fatalf("no seed of 20 failed with %s (repro: go test ./fuzz/engine -run 'TestCheckersFire/%s')", tc.rule, tc.name)
 			}
 		})
 	}
@@ -121,11 +121,11 @@ func TestReportNamesRuleAndRepro(t *testing.T) {
 		out := b.String()
 		want := fmt.Sprintf("repro: storesim replay --seed %d --driver memory --profile calm --ops 100", seed)
 		if !strings.Contains(out, res.Rule()) || !strings.Contains(out, want) {
-			t.Fatalf("report lacks the rule %q or %q:\n%s (repro: go test ./sim/harness -run TestReportNamesRuleAndRepro)", res.Rule(), want, out)
+			t.Fatalf("report lacks the rule %q or %q:\n%s (repro: go test ./fuzz/engine -run TestReportNamesRuleAndRepro)", res.Rule(), want, out)
 		}
 		return
 	}
-	t.Fatalf("no failing seed to report on (repro: go test ./sim/harness -run TestReportNamesRuleAndRepro)")
+	t.Fatalf("no failing seed to report on (repro: go test ./fuzz/engine -run TestReportNamesRuleAndRepro)")
 }
 
 // panicky panics inside the first change callback it delivers: the run
@@ -143,6 +143,6 @@ func TestPanicIsAFailure(t *testing.T) {
 	}
 	res := RunSeed(0, Config{Profile: Calm, Factory: factory})
 	if res.Verdict != Safety || res.Rule() != "B-SUBMIT" || !strings.Contains(res.Failures[0].Detail, "planted") {
-		t.Fatalf("got %s, want a B-SUBMIT failure naming the panic (repro: go test ./sim/harness -run TestPanicIsAFailure)", res.Summary())
+		t.Fatalf("got %s, want a B-SUBMIT failure naming the panic (repro: go test ./fuzz/engine -run TestPanicIsAFailure)", res.Summary())
 	}
 }

@@ -1,4 +1,4 @@
-package zootest
+package zoo
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/storesim/storesim/backend"
-	"github.com/storesim/storesim/sim/harness"
+	"github.com/storesim/storesim/fuzz/engine"
 )
 
 // swarmLimit bounds a hunt in TestSwarmFinds: every caught bug is found
@@ -22,7 +22,7 @@ const swarmLimit = 2000
 // entry is either caught (rules it may trip, each a SPEC id or a harness
 // class) or an escape that says which check is missing.
 func TestTable(t *testing.T) {
-	const repro = "(repro: go test ./backend/zootest -run TestTable)"
+	const repro = "(repro: go test ./broken/zoo -run TestTable)"
 	files, err := filepath.Glob("../zoo_*.go")
 	if err != nil {
 		t.Fatal(err)
@@ -71,10 +71,10 @@ func TestTable(t *testing.T) {
 // skipped with the reason the swarm is blind to them.
 func TestSwarmFinds(t *testing.T) {
 	name := backend.ZooBug()
-	repro := fmt.Sprintf("(repro: go test -tags zoo_%s ./backend/zootest -run '^TestSwarmFinds$' -v)", name)
+	repro := fmt.Sprintf("(repro: go test -tags zoo_%s ./broken/zoo -run '^TestSwarmFinds$' -v)", name)
 	if name == "" {
-		repro = "(repro: go test ./backend/zootest -run '^TestSwarmFinds$')"
-		if h := HuntSwarm(0, 50, harness.Config{}); h.Found {
+		repro = "(repro: go test ./broken/zoo -run '^TestSwarmFinds$')"
+		if h := HuntSwarm(0, 50, engine.Config{}); h.Found {
 			t.Fatalf("the untagged backend failed seed %d: %s %s", h.Seed, h.Detail, repro)
 		}
 		return
@@ -85,10 +85,10 @@ func TestSwarmFinds(t *testing.T) {
 	}
 	t.Logf("planted bug %s (%s): %s", name, bug.Breaks, bug.What)
 	if !bug.Caught() {
-		h := HuntSwarm(0, 300, harness.Config{})
+		h := HuntSwarm(0, 300, engine.Config{})
 		t.Skipf("escape: found=%v after %d seeds (%s %s); the swarm is blind to it: %s", h.Found, h.Tried, h.Rule, h.Detail, bug.Blind)
 	}
-	h := HuntSwarm(0, swarmLimit, harness.Config{})
+	h := HuntSwarm(0, swarmLimit, engine.Config{})
 	switch {
 	case !h.Found:
 		t.Fatalf("no failing seed in %d; want one of %v %s", h.Tried, bug.Trips, repro)
@@ -99,7 +99,7 @@ func TestSwarmFinds(t *testing.T) {
 	if h.Result == nil {
 		return // a panic: no trace hash to replay
 	}
-	again := harness.RunSeed(h.Seed, harness.Config{})
+	again := engine.RunSeed(h.Seed, engine.Config{})
 	if again.Rule() != h.Rule || again.TraceHash != h.Result.TraceHash {
 		t.Fatalf("seed %d replayed to %s %016x, first run %s %016x %s", h.Seed, again.Rule(), again.TraceHash, h.Rule, h.Result.TraceHash, repro)
 	}
@@ -124,7 +124,7 @@ func TestZooCaught(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			cmd := exec.Command("go", "test", "-tags", "zoo_"+b.Name, "-run", "^TestSwarmFinds$", "-count=1", "-v", ".")
 			out, err := cmd.CombinedOutput()
-			repro := fmt.Sprintf("(repro: go test -tags zoo_%s ./backend/zootest -run '^TestSwarmFinds$' -v)", b.Name)
+			repro := fmt.Sprintf("(repro: go test -tags zoo_%s ./broken/zoo -run '^TestSwarmFinds$' -v)", b.Name)
 			if err != nil {
 				t.Fatalf("%v:\n%s\n%s", err, out, repro)
 			}

@@ -1,5 +1,5 @@
-package harness
+package engine
 
-import "github.com/storesim/storesim/sim/workload"
+import "github.com/storesim/storesim/fuzz/workload"
 
 func parseBack(r *Result) (*workload.Log, error) { return workload.Parse(r.Log.String()) }

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/storesim/storesim/drivers"
-	"github.com/storesim/storesim/drivers/registry"
-	"github.com/storesim/storesim/sim/harness"
-	"github.com/storesim/storesim/sim/workload"
+	"github.com/storesim/storesim/fuzz/engine"
+	"github.com/storesim/storesim/fuzz/registry"
+	"github.com/storesim/storesim/fuzz/workload"
 )
 
 // plantedKey wraps a reference driver so that a FETCH naming one key loses
@@ -28,8 +28,8 @@ func (p plantedKey) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, e
 	return p.Driver.Submit(b, onChange)
 }
 
-func planted(key string) harness.Config {
-	return harness.Config{Factory: func(name string, env registry.Env) (drivers.Driver, error) {
+func planted(key string) engine.Config {
+	return engine.Config{Factory: func(name string, env registry.Env) (drivers.Driver, error) {
 		d, err := registry.New(name, env)
 		if err != nil {
 			return nil, err
@@ -39,16 +39,16 @@ func planted(key string) harness.Config {
 }
 
 // failingSeed finds a generated log that the planted driver fails.
-func failingSeed(t *testing.T, profile harness.Profile, cfg harness.Config) (*workload.Log, *harness.Result) {
+func failingSeed(t *testing.T, profile engine.Profile, cfg engine.Config) (*workload.Log, *engine.Result) {
 	t.Helper()
 	cfg.Profile = profile
 	for seed := range uint64(40) {
-		log := harness.Plan(seed, cfg)
-		if res := harness.Run(log, cfg); res.Verdict == harness.Safety && res.Rule() == "D-CB-2" {
+		log := engine.Plan(seed, cfg)
+		if res := engine.Run(log, cfg); res.Verdict == engine.Safety && res.Rule() == "D-CB-2" {
 			return log, res
 		}
 	}
-	t.Fatalf("no seed of 40 fails with the planted D-CB-2 (repro: go test ./sim/shrink -run %s)", t.Name())
+	t.Fatalf("no seed of 40 fails with the planted D-CB-2 (repro: go test ./fuzz/shrink -run %s)", t.Name())
 	return nil, nil
 }
 
@@ -57,9 +57,9 @@ func failingSeed(t *testing.T, profile harness.Profile, cfg harness.Config) (*wo
 // parses and replays to the same trace hash, and the shrink is a local
 // minimum (Done) within the run cap.
 func TestShrinkPlanted(t *testing.T) {
-	for _, profile := range []harness.Profile{harness.Calm, harness.Default} {
+	for _, profile := range []engine.Profile{engine.Calm, engine.Default} {
 		t.Run(string(profile), func(t *testing.T) {
-			repro := fmt.Sprintf("(repro: go test ./sim/shrink -run 'TestShrinkPlanted/%s')", profile)
+			repro := fmt.Sprintf("(repro: go test ./fuzz/shrink -run 'TestShrinkPlanted/%s')", profile)
 			cfg := planted("k1")
 			log, orig := failingSeed(t, profile, cfg)
 			var steps []Progress
@@ -87,10 +87,10 @@ func TestShrinkPlanted(t *testing.T) {
 			if shutdowns != len(res.Log.Endpoints) {
 				t.Fatalf("shrunk log has %d shutdowns for %d endpoints: a fixed driver would fail it with B-SHUT %s", shutdowns, len(res.Log.Endpoints), repro)
 			}
-			if r := harness.Run(res.Log, harness.Config{}); r.Verdict != harness.Pass {
+			if r := engine.Run(res.Log, engine.Config{}); r.Verdict != engine.Pass {
 				t.Fatalf("the shrunk log fails on the unplanted driver too (%s): it does not isolate the plant %s", r.Summary(), repro)
 			}
-			if profile == harness.Default && size.Faults != 0 {
+			if profile == engine.Default && size.Faults != 0 {
 				t.Errorf("fault lines survived the shrink though the planted failure needs none: %s %s", size, repro)
 			}
 			text := res.Text("min.oplog", "storesim replay --seed 1")
@@ -98,7 +98,7 @@ func TestShrinkPlanted(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the written file does not parse: %v %s", err, repro)
 			}
-			if r := harness.Run(again, cfg); r.TraceHash != res.Run.TraceHash || r.Rule() != res.Rule {
+			if r := engine.Run(again, cfg); r.TraceHash != res.Run.TraceHash || r.Rule() != res.Rule {
 				t.Fatalf("the written file replays to %016x/%s, the shrink saw %016x/%s %s", r.TraceHash, r.Rule(), res.Run.TraceHash, res.Rule, repro)
 			}
 			for _, want := range []string{"rule D-CB-2", "# replay: storesim replay min.oplog", fmt.Sprintf("# trace %016x", res.Run.TraceHash)} {
@@ -113,14 +113,14 @@ func TestShrinkPlanted(t *testing.T) {
 // TestShrinkDeterministic: the same log and options give the same result.
 func TestShrinkDeterministic(t *testing.T) {
 	cfg := planted("k1")
-	log, _ := failingSeed(t, harness.Default, cfg)
+	log, _ := failingSeed(t, engine.Default, cfg)
 	a, errA := Shrink(log, Options{Config: cfg, MaxRuns: 200})
 	b, errB := Shrink(log, Options{Config: cfg, MaxRuns: 200})
 	if err := errors.Join(errA, errB); err != nil {
 		t.Fatal(err)
 	}
 	if a.Log.String() != b.Log.String() || a.Runs != b.Runs {
-		t.Fatalf("two shrinks differ:\n%s\n%s (repro: go test ./sim/shrink -run TestShrinkDeterministic)", a.Log, b.Log)
+		t.Fatalf("two shrinks differ:\n%s\n%s (repro: go test ./fuzz/shrink -run TestShrinkDeterministic)", a.Log, b.Log)
 	}
 }
 
@@ -128,7 +128,7 @@ func TestShrinkDeterministic(t *testing.T) {
 // still fails, marked not done.
 func TestShrinkBudget(t *testing.T) {
 	cfg := planted("k1")
-	log, orig := failingSeed(t, harness.Default, cfg)
+	log, orig := failingSeed(t, engine.Default, cfg)
 	polls := 0
 	cases := []struct {
 		name string
@@ -145,19 +145,19 @@ func TestShrinkBudget(t *testing.T) {
 				t.Fatal(err)
 			}
 			if res.Done || res.Runs > tc.max || res.Run.Rule() != orig.Rule() {
-				t.Fatalf("done %v after %d runs (cap %d), rule %s (want %s) (repro: go test ./sim/shrink -run 'TestShrinkBudget/%s')", res.Done, res.Runs, tc.max, res.Run.Rule(), orig.Rule(), tc.name)
+				t.Fatalf("done %v after %d runs (cap %d), rule %s (want %s) (repro: go test ./fuzz/shrink -run 'TestShrinkBudget/%s')", res.Done, res.Runs, tc.max, res.Run.Rule(), orig.Rule(), tc.name)
 			}
 			if !strings.Contains(res.Text("", ""), "stopped by the budget") {
-				t.Fatalf("an unfinished shrink does not say so (repro: go test ./sim/shrink -run 'TestShrinkBudget/%s')", tc.name)
+				t.Fatalf("an unfinished shrink does not say so (repro: go test ./fuzz/shrink -run 'TestShrinkBudget/%s')", tc.name)
 			}
 		})
 	}
 }
 
 func TestShrinkPassingLog(t *testing.T) {
-	_, err := Shrink(harness.Plan(1, harness.Config{Ops: 20}), Options{})
+	_, err := Shrink(engine.Plan(1, engine.Config{Ops: 20}), Options{})
 	if !errors.Is(err, ErrNotFailing) {
-		t.Fatalf("shrinking a passing log: %v, want ErrNotFailing (repro: go test ./sim/shrink -run TestShrinkPassingLog)", err)
+		t.Fatalf("shrinking a passing log: %v, want ErrNotFailing (repro: go test ./fuzz/shrink -run TestShrinkPassingLog)", err)
 	}
 }
 
@@ -195,7 +195,7 @@ op at=5us shutdown A
 			}
 			out := DropOps(log, drop)
 			if _, err := workload.Parse(out.String()); err != nil {
-				t.Fatalf("%v (repro: go test ./sim/shrink -run 'TestDropOps/%s')", err, tc.name)
+				t.Fatalf("%v (repro: go test ./fuzz/shrink -run 'TestDropOps/%s')", err, tc.name)
 			}
 			var got []string
 			for _, op := range out.Ops {
@@ -205,10 +205,10 @@ op at=5us shutdown A
 				got = append(got, line)
 			}
 			if !slices.Equal(got, tc.want) {
-				t.Fatalf("got %q, want %q (repro: go test ./sim/shrink -run 'TestDropOps/%s')", got, tc.want, tc.name)
+				t.Fatalf("got %q, want %q (repro: go test ./fuzz/shrink -run 'TestDropOps/%s')", got, tc.want, tc.name)
 			}
 			if len(log.Ops) != 6 {
-				t.Fatalf("DropOps changed its input (repro: go test ./sim/shrink -run 'TestDropOps/%s')", tc.name)
+				t.Fatalf("DropOps changed its input (repro: go test ./fuzz/shrink -run 'TestDropOps/%s')", tc.name)
 			}
 		})
 	}

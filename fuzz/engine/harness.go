@@ -1,4 +1,4 @@
-// Package harness is the run function: given an op log (or a seed that
+// Package engine is the run function: given an op log (or a seed that
 // generates one), it builds the endpoints — lender, driver wrapped in the
 // contract monitor, history recorder, backend — on one simulated store, plays
 // the workload on the deterministic scheduler to quiescence, and runs every
@@ -14,7 +14,7 @@
 // RunReal (realmode.go) is the same run function in real time, for real
 // drivers over real stores: a seed then replays the workload, not the
 // interleaving.
-package harness
+package engine
 
 import (
 	"context"
@@ -28,12 +28,12 @@ import (
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
 	"github.com/storesim/storesim/drivers/monitor"
-	"github.com/storesim/storesim/drivers/registry"
+	"github.com/storesim/storesim/fuzz/registry"
+	"github.com/storesim/storesim/fuzz/workload"
 	"github.com/storesim/storesim/model"
 	"github.com/storesim/storesim/model/lender"
 	"github.com/storesim/storesim/sim"
 	"github.com/storesim/storesim/sim/arena"
-	"github.com/storesim/storesim/sim/workload"
 )
 
 // Profile selects the fault mix and the store model of generated runs.

@@ -24,10 +24,10 @@ func TestRoundTrip(t *testing.T) {
 		text := l.String()
 		back, err := Parse(text)
 		if err != nil {
-			t.Fatalf("seed %d: %v (repro: go test ./sim/workload -run TestRoundTrip)", seed, err)
+			t.Fatalf("seed %d: %v (repro: go test ./fuzz/workload -run TestRoundTrip)", seed, err)
 		}
 		if again := back.String(); again != text {
-			t.Fatalf("seed %d: round trip changed the log:\n%s\nvs\n%s (repro: go test ./sim/workload -run TestRoundTrip)", seed, text, again)
+			t.Fatalf("seed %d: round trip changed the log:\n%s\nvs\n%s (repro: go test ./fuzz/workload -run TestRoundTrip)", seed, text, again)
 		}
 	}
 }
@@ -35,10 +35,10 @@ func TestRoundTrip(t *testing.T) {
 func TestGenerateDeterministic(t *testing.T) {
 	a, b := Generate(7, GenConfig{}).String(), Generate(7, GenConfig{}).String()
 	if a != b || a == Generate(8, GenConfig{}).String() {
-		t.Fatalf("Generate is not a function of the seed (repro: go test ./sim/workload -run TestGenerateDeterministic)")
+		t.Fatalf("Generate is not a function of the seed (repro: go test ./fuzz/workload -run TestGenerateDeterministic)")
 	}
 	if !strings.Contains(a, " shutdown ") {
-		t.Fatalf("no shutdown op in:\n%s (repro: go test ./sim/workload -run TestGenerateDeterministic)", a)
+		t.Fatalf("no shutdown op in:\n%s (repro: go test ./fuzz/workload -run TestGenerateDeterministic)", a)
 	}
 }
 
@@ -62,7 +62,7 @@ func TestParseErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse(tc.text)
 			if !errors.Is(err, ErrSyntax) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("got %v, want an op log error containing %q (repro: go test ./sim/workload -run 'TestParseErrors/%s')", err, tc.want, tc.name)
+				t.Fatalf("got %v, want an op log error containing %q (repro: go test ./fuzz/workload -run 'TestParseErrors/%s')", err, tc.want, tc.name)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package harness
+package engine
 
 // Real-time mode (RunReal): the run function for real drivers — drivers that
 // run their own goroutines against a real store (drivers/redisdriver). It is
@@ -49,12 +49,12 @@ import (
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/monitor"
 	"github.com/storesim/storesim/drivers/monitor/realprobe"
-	"github.com/storesim/storesim/drivers/registry"
+	"github.com/storesim/storesim/fuzz/registry"
+	"github.com/storesim/storesim/fuzz/workload"
 	"github.com/storesim/storesim/model"
 	"github.com/storesim/storesim/model/lender"
 	"github.com/storesim/storesim/sim/arena"
 	"github.com/storesim/storesim/sim/realtime"
-	"github.com/storesim/storesim/sim/workload"
 )
 
 // ErrRealTimeout is wrapped by the liveness failure of a real-time run whose

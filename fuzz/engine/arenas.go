@@ -1,4 +1,4 @@
-package harness
+package engine
 
 import "github.com/storesim/storesim/sim/arena"
 

@@ -1,0 +1,146 @@
+package layers
+
+import (
+	"fmt"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/storesim/storesim"
+
+// layer of every package, relative to the module root.
+var layer = map[string]int{
+	"drivers":       0,
+	"drivers/rules": 0,
+	"backend/keys":  0,
+	"sim":           0,
+	"sim/arena":     0,
+	"sim/realtime":  0,
+
+	"backend":             1,
+	"backend/realwait":    1,
+	"backend/backendtest": 1,
+	"drivers/memdriver":   1,
+	"drivers/redisdriver": 1,
+
+	"broken": 2,
+
+	"model":                     3,
+	"model/lender":              3,
+	"model/refine":              3,
+	"drivers/monitor":           3,
+	"drivers/monitor/realprobe": 3,
+
+	"fuzz/workload": 4,
+	"fuzz/registry": 4,
+	"fuzz/engine":   4,
+	"fuzz/shrink":   4,
+	"fuzz":          4,
+
+	"scenarios":             5,
+	"drivers/drivertest":    5,
+	"broken/zoo":            5,
+	"broken/zoo/realhunt":   5,
+	"broken/zoo/realstress": 5,
+	"cmd/storesim":          5,
+	"internal/layers":       5,
+}
+
+// bottom packages import nothing of the project, whatever their layer number
+// says about their neighbours.
+var bottom = map[string]bool{"drivers": true, "drivers/rules": true, "backend/keys": true, "sim": true}
+
+// check returns one error per wrong arrow in deps (package → its imports,
+// both relative to the module root), sorted.
+func check(deps map[string][]string) []string {
+	var bad []string
+	for pkg, imports := range deps {
+		l, ok := layer[pkg]
+		if !ok {
+			bad = append(bad, fmt.Sprintf("%s: not placed in a layer (add it to internal/layers)", pkg))
+			continue
+		}
+		for _, imp := range imports {
+			il, ok := layer[imp]
+			switch {
+			case !ok:
+				continue // reported as its own package
+			case bottom[pkg]:
+				bad = append(bad, fmt.Sprintf("%s → %s: a bottom package imports nothing of the project", pkg, imp))
+			case il > l:
+				bad = append(bad, fmt.Sprintf("%s (layer %d) → %s (layer %d): the arrow points up", pkg, l, imp, il))
+			case l == 1 && il == 1 && !sameGroup(pkg, imp):
+				bad = append(bad, fmt.Sprintf("%s → %s: the backend and the drivers stand side by side on the contract", pkg, imp))
+			}
+		}
+	}
+	sort.Strings(bad)
+	return bad
+}
+
+func sameGroup(a, b string) bool {
+	top := func(p string) string { return strings.SplitN(p, "/", 2)[0] }
+	return top(a) == top(b)
+}
+
+// listDeps runs go list on the module: package → direct imports of the
+// project by its non-test files. Test files may reach up: an external test
+// package is a client of what it tests, like etcd's rafttest.
+func listDeps(t *testing.T) map[string][]string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		pkg := rel(f[0])
+		deps[pkg] = nil
+		for _, imp := range f[1:] {
+			if r := rel(imp); r != imp && r != pkg {
+				deps[pkg] = append(deps[pkg], r)
+			}
+		}
+	}
+	return deps
+}
+
+func rel(p string) string {
+	if p == module {
+		return ""
+	}
+	return strings.TrimPrefix(p, module+"/")
+}
+
+// TestLayers fails on any import that points the wrong way.
+func TestLayers(t *testing.T) {
+	for _, b := range check(listDeps(t)) {
+		t.Error(b)
+	}
+	if t.Failed() {
+		t.Log("repro: go test ./internal/layers -run TestLayers")
+	}
+}
+
+// TestLayersCatchWrongArrows plants wrong imports and expects each named.
+func TestLayersCatchWrongArrows(t *testing.T) {
+	for _, c := range []struct {
+		pkg, imp, want string
+	}{
+		{"backend", "model", "backend (layer 1) → model (layer 3)"},
+		{"sim", "drivers", "sim → drivers: a bottom package"},
+		{"backend", "drivers/memdriver", "backend → drivers/memdriver: the backend and the drivers"},
+		{"model", "fuzz/engine", "model (layer 3) → fuzz/engine (layer 4)"},
+		{"fuzz/newthing", "drivers", "fuzz/newthing: not placed"},
+	} {
+		t.Run(c.pkg+"→"+c.imp, func(t *testing.T) {
+			got := check(map[string][]string{c.pkg: {c.imp}})
+			if len(got) != 1 || !strings.Contains(got[0], c.want) {
+				t.Fatalf("check(%s → %s) = %q, want one error containing %q\nrepro: go test ./internal/layers -run TestLayersCatchWrongArrows", c.pkg, c.imp, got, c.want)
+			}
+		})
+	}
+}
