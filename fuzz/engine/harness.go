@@ -32,6 +32,7 @@ import (
 	"github.com/storesim/storesim/fuzz/workload"
 	"github.com/storesim/storesim/model"
 	"github.com/storesim/storesim/model/lender"
+	"github.com/storesim/storesim/model/refine"
 	"github.com/storesim/storesim/sim"
 	"github.com/storesim/storesim/sim/arena"
 )
@@ -166,6 +167,7 @@ type endpoint struct {
 	rec    *model.Recorder
 	mon    *monitor.Monitor
 	check  *backendCheck
+	ref    *refine.Model // the backend's reference model (simulator only)
 	b      *backend.Backend
 	regErr error
 	down   bool // Shutdown returned
@@ -249,13 +251,15 @@ func (r *run) endpoint(spec workload.Endpoint) (*endpoint, error) {
 	}
 	ep.check = newBackendCheck(r, ep)
 	ep.mon = monitor.Wrap(d, monitor.Options{Clock: r.s, Seed: r.log.Seed, Observers: append([]monitor.Observer{ep.rec, ep.check}, r.cfg.observers(spec.Name)...)})
-	ep.b, ep.regErr = backend.New(r.s, ep.mon.Driver(), ep.lender.Regions(), backend.Config{
+	ep.ref = refine.New(refine.Config{Endpoint: spec.Name, Clock: r.s, Seed: r.log.Seed})
+	ep.b, ep.regErr = backend.New(r.s, ep.ref.Wrap(ep.mon.Driver()), ep.lender.Regions(), backend.Config{
 		Name: spec.Name, MaxCallsInFlight: spec.InFlight, MaxQueuedCalls: spec.Queued,
 		MaxUnprovable: spec.Unprovable, DrainTimeout: time.Millisecond, OnChange: ep.lender.OnChange,
 	})
 	if ep.b == nil {
 		return nil, ep.regErr
 	}
+	ep.ref.SetBackend(ep.b.Capabilities(), ep.b.Config(), ep.b.Stats)
 	r.s.AddPending(spec.Name+"/backend", ep.b.Pending)
 	r.s.AddPending(spec.Name+"/shutdown", func() []string {
 		if ep.asked && !ep.down {
@@ -280,7 +284,7 @@ func (r *run) do(i int, st *opState) {
 		r.submit(i, st)
 	case workload.Cancel:
 		if t := r.ops[st.op.Target]; t.attempt != nil {
-			t.attempt.Cancel()
+			t.ep.refCancel(t.attempt)
 		}
 	case workload.Shutdown:
 		r.shutdown(st.ep)
@@ -303,11 +307,11 @@ func (r *run) submit(i int, st *opState) {
 	v, err := loan.View(ep.b, st.op.Keys, st.op.Mask)
 	var a *backend.Attempt
 	if err == nil {
+		dir := drivers.Fetch
 		if st.op.Kind == workload.Publish {
-			a, err = ep.b.Publish(v)
-		} else {
-			a, err = ep.b.Fetch(v)
+			dir = drivers.Publish
 		}
+		a, err = ep.admit(dir, v)
 	}
 	if err != nil {
 		st.skipped = err.Error()
@@ -341,8 +345,14 @@ func (r *run) shutdown(ep *endpoint) {
 		return
 	}
 	ep.asked = true
+	if ep.ref != nil {
+		ep.ref.ShutdownAsked()
+	}
 	ep.b.Shutdown(func(labels []string) {
 		ep.down, ep.labels = true, labels
+		if ep.ref != nil {
+			ep.ref.ShutdownReturned(labels)
+		}
 		ep.lender.ShutdownReturned(labels)
 	})
 }

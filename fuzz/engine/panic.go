@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+
+	"github.com/storesim/storesim/sim"
 )
 
 // panicError is a panic raised inside a scheduled event (the backend, a
@@ -23,7 +25,17 @@ func (r *run) runToIdle() (err error) {
 			err = &panicError{value: p, where: panicSite(string(debug.Stack()))}
 		}
 	}()
-	return r.s.RunUntilIdle(r.cfg.MaxSteps)
+	start := r.s.Steps()
+	for r.s.Step() {
+		r.afterStep()
+		if r.cfg.MaxSteps > 0 && r.s.Steps()-start >= r.cfg.MaxSteps {
+			return fmt.Errorf("%w after %d steps at %v", sim.ErrStepLimit, r.cfg.MaxSteps, r.s.Now())
+		}
+	}
+	if p := r.s.Pending(); len(p) > 0 {
+		return &sim.HangError{At: r.s.Now(), Pending: p}
+	}
+	return nil
 }
 
 // panicSite picks the function that panicked out of a stack dump.

@@ -114,6 +114,14 @@ func (r *run) check(runErr error) {
 		if runErr == nil {
 			monViolations = ep.mon.Finish()
 		}
+		// The reference model (B-MODEL, B-PROGRESS) judges a backend fed
+		// conforming answers; once the driver broke the contract, only
+		// safety is owed, and the other oracles judge it.
+		if ep.ref != nil && len(monViolations) == 0 {
+			for _, v := range ep.ref.Violations() {
+				res.add(name, v)
+			}
+		}
 		for _, v := range monViolations {
 			res.add(name, model.Violation{Rule: v.Rule, Class: model.Safety, Call: v.Call, Row: v.Row, Key: v.Key, At: v.At, Seed: seed, Detail: v.Detail})
 		}

@@ -1,0 +1,276 @@
+package refine
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/storesim/storesim/backend"
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
+)
+
+// head is the next batch the backend must dispatch: the oldest queued batch
+// of an attempt that is still Pending (a committed attempt's queued batches
+// are dropped, B-CANCEL and B-OUTCOME).
+func (m *Model) head() *batch {
+	for len(m.queue) > 0 {
+		b := m.queue[0]
+		if b.phase == queued && !m.committed(b.a) {
+			return b
+		}
+		m.queue = m.queue[1:]
+		if b.phase == queued {
+			b.phase = dropped
+		}
+	}
+	return nil
+}
+
+// committed reports whether the backend committed a's outcome (an attempt
+// still being admitted is not).
+func (m *Model) committed(a *attempt) bool {
+	return a.view != nil && a.view.Outcome().State != backend.Pending
+}
+
+func (m *Model) needsLookup(dir drivers.Direction) bool {
+	return dir == drivers.Publish || !m.caps.AbsentIsMiss
+}
+
+// rest is what a batch still sends after its lookup: Fetch the present keys,
+// Publish the absent ones (B-FETCH, B-PUBLISH).
+func rest(b *batch) []drivers.Row {
+	if b.present == nil {
+		return b.rows
+	}
+	var out []drivers.Row
+	for i, r := range b.rows {
+		if b.present[i] == (b.a.dir == drivers.Fetch) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func keysOf(rows []drivers.Row) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.Key
+	}
+	return out
+}
+
+func (m *Model) lookedUp(keys []string, present []bool, err error) {
+	if err == nil && len(present) != len(keys) {
+		err = fmt.Errorf("%d answers for %d keys", len(present), len(keys))
+	}
+	if c := m.recheck; c != nil {
+		m.recheck = nil
+		m.answerRecheck(c, keys, present, err)
+		return
+	}
+	b := m.head()
+	switch {
+	case b == nil:
+		m.fail(rules.BCut, nil, 0, fmt.Sprintf("lookup/%d", len(m.found)), fmt.Sprintf("a lookup of %q while no batch waits to be dispatched", keys))
+		return
+	case !m.needsLookup(b.a.dir):
+		m.fail(rules.BCut, b.a, 0, "lookup-unneeded", fmt.Sprintf("a lookup of %q, but the next batch %q is a %v on a driver with AbsentIsMiss and needs none", keys, keysOf(b.rows), b.a.dir))
+	case !slices.Equal(keys, keysOf(b.rows)):
+		m.fail(rules.BCut, b.a, 0, "lookup-keys", fmt.Sprintf("a lookup of %q, but the next batch to dispatch is %q (B-CUT: in admission order, cut at MaxRowsPerOp %d or a repeated key)", keys, keysOf(b.rows), m.caps.MaxRowsPerOp))
+	}
+	m.touch(b.a)
+	b.phase = waiting
+	if err != nil {
+		b.phase = dropped
+		b.a.failCause = fmt.Sprintf("the lookup of %q failed: %v", keys, err)
+		return
+	}
+	b.present = slices.Clone(present)
+	if len(present) != len(b.rows) {
+		b.present = make([]bool, len(b.rows))
+	}
+	if b.a.dir == drivers.Publish {
+		for i, r := range b.rows {
+			if b.present[i] {
+				b.a.served[r.Position] = true // present: served without a put
+			}
+		}
+	}
+	m.pending = &lookup{b: b, present: b.present}
+}
+
+// settleLookup ends a first lookup that no Submit followed: its batch needs
+// nothing more from the store, or the backend forgot it.
+func (m *Model) settleLookup() {
+	p := m.pending
+	if p == nil {
+		return
+	}
+	m.pending = nil
+	b := p.b
+	if want := rest(b); len(want) > 0 && !m.committed(b.a) {
+		m.fail(rules.BProgress, b.a, 0, "lookup-no-submit", fmt.Sprintf("the lookup of %q left %q to send, but no call followed",
+			keysOf(b.rows), keysOf(want)))
+	}
+	m.completeLookupOnly(b)
+}
+
+func (m *Model) completeLookupOnly(b *batch) {
+	b.phase = complete
+}
+
+func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.Call, err error) *call {
+	var b *batch
+	if p := m.pending; p != nil && (dir != p.b.a.dir || len(rest(p.b)) == 0) {
+		m.settleLookup() // that lookup needed no call; this one is the next batch's
+	}
+	if p := m.pending; p != nil {
+		m.pending = nil
+		b = p.b
+	} else if h := m.head(); h != nil {
+		b = h
+		if m.needsLookup(h.a.dir) {
+			m.fail(rules.BCut, h.a, 0, "no-lookup", fmt.Sprintf("a %v call of %q without the lookup the contract asks first", dir, keysOf(rows)))
+			b.present = make([]bool, len(b.rows))
+			for i := range b.present {
+				b.present[i] = dir == drivers.Fetch
+			}
+		}
+	}
+	if b == nil {
+		m.fail(rules.BCut, nil, 0, fmt.Sprintf("submit/%d", len(m.found)), fmt.Sprintf("a %v call of %q while no batch waits to be dispatched", dir, keysOf(rows)))
+		return nil
+	}
+	a := b.a
+	m.touch(a)
+	if want := rest(b); dir != a.dir || !slices.Equal(rows, want) {
+		m.fail(rules.BCut, a, 0, "submit-rows", fmt.Sprintf("a %v call of %q, but the batch's rows that need the store are %v %q",
+			dir, keysOf(rows), a.dir, keysOf(want)))
+	}
+	if in := m.inFlight(); in+1 > m.bcfg.MaxCallsInFlight && m.ready {
+		m.fail(rules.BBound, a, 0, "inflight", fmt.Sprintf("a call was submitted with %d calls already in flight (MaxCallsInFlight %d)", in, m.bcfg.MaxCallsInFlight))
+	}
+	c := &call{b: b, rows: rows, acc: drivers.AccessPending}
+	if dc != nil && err == nil {
+		c.id = dc.ID()
+	}
+	b.call, b.phase = c, calling
+	switch {
+	case err == nil && dc == nil:
+		err = errors.New("Submit returned no call and no error")
+		fallthrough
+	case err != nil && !nothingEscaped(err):
+		c.stuck, c.acc = true, drivers.AccessUnprovable // D-SUB-2: the rows may be touched
+		c.folded = true
+		a.failCause = fmt.Sprintf("Submit failed (%v): the rows are UNPROVABLE", err)
+	case err != nil:
+		b.phase, b.call = dropped, nil // D-SUB-2: nothing escaped
+		a.failCause = fmt.Sprintf("Submit refused (%v)", err)
+		return nil
+	}
+	m.calls = append(m.calls, c)
+	return c
+}
+
+func nothingEscaped(err error) bool {
+	return errors.Is(err, drivers.ErrInvalidSubmission) || errors.Is(err, drivers.ErrClosed) || errors.Is(err, drivers.ErrRejected)
+}
+
+// readResults is a Results read by the backend.
+func (m *Model) readResults(c *call, res []drivers.Status) {
+	m.settleLookup()
+	a := c.b.a
+	m.touch(a)
+	if c.stuck {
+		return
+	}
+	if len(res) != len(c.rows) {
+		// D-STATUS: a wrong number of results is a whole-call failure.
+		c.stuck, c.folded = true, true
+		if c.acc != drivers.AccessEnded {
+			c.acc = drivers.AccessUnprovable
+		}
+		a.failCause = fmt.Sprintf("call %d answered %d results for %d rows", c.id, len(res), len(c.rows))
+		return
+	}
+	if c.res == nil {
+		c.res = make([]drivers.Status, len(res))
+	}
+	final := true
+	for i, s := range res {
+		if !c.res[i].Final() && s.Final() {
+			c.res[i] = s
+		}
+		if !c.res[i].Final() {
+			final = false
+		} else if c.res[i] == drivers.Fault || c.res[i] == drivers.NotAttempted {
+			if a.maybeFail == "" {
+				a.maybeFail = fmt.Sprintf("call %d row %d (key %q) is %v", c.id, i, c.rows[i].Key, c.res[i])
+			}
+		}
+	}
+	if !final || c.folded {
+		return
+	}
+	c.folded = true
+	wasPending := !m.committed(a)
+	var declined []drivers.Row
+	for i, s := range c.res {
+		r := c.rows[i]
+		if r.Position < 0 || r.Position >= len(a.served) {
+			continue // not this attempt's row: reported as B-CUT at its Submit
+		}
+		switch {
+		case s == drivers.OK:
+			a.served[r.Position] = true
+		case s == drivers.Miss && a.dir == drivers.Publish:
+			declined = append(declined, r)
+		case s == drivers.Miss:
+		default:
+			a.failCause = fmt.Sprintf("call %d row %d (key %q) is %v", c.id, i, r.Key, s)
+			declined = nil
+		}
+	}
+	c.b.phase = complete
+	if len(declined) > 0 && a.failCause == "" && wasPending {
+		c.recheckRows = declined
+		c.b.phase = calling // complete once the recheck answered
+		m.recheck = c
+	}
+}
+
+func (m *Model) answerRecheck(c *call, keys []string, present []bool, err error) {
+	a := c.b.a
+	m.touch(a)
+	c.b.phase = complete
+	if want := keysOf(c.recheckRows); !slices.Equal(keys, want) {
+		m.fail(rules.BPublish, a, c.id, "recheck-keys", fmt.Sprintf("the declined rows %q must be looked up again, but the lookup asked %q", want, keys))
+		return
+	}
+	if err != nil {
+		a.failCause = fmt.Sprintf("the lookup after a declined publish failed: %v", err)
+		return
+	}
+	for i, r := range c.recheckRows {
+		if present[i] && r.Position >= 0 && r.Position < len(a.served) {
+			a.served[r.Position] = true // raced: someone else's object is there
+		}
+	}
+}
+
+// readAccess is an Access read by the backend: legal changes only (D-ACCESS).
+func (m *Model) readAccess(c *call, acc drivers.Access) {
+	m.settleLookup()
+	m.touch(c.b.a)
+	if c.stuck || c.acc == acc || !c.acc.CanBecome(acc) {
+		return // a stuck call stays UNPROVABLE whatever the driver says later
+	}
+	c.acc = acc
+}
+
+func (m *Model) drained(st drivers.DrainStatus) {
+	if m.shut.asked && st.Done {
+		m.shut.drainDone = true
+	}
+}

@@ -1,0 +1,489 @@
+package refine
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/storesim/storesim/backend"
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
+	"github.com/storesim/storesim/model"
+	"github.com/storesim/storesim/sim"
+)
+
+// AttemptView is what the model reads of a backend attempt
+// (*backend.Attempt implements it).
+type AttemptView interface {
+	ID() uint64
+	Outcome() backend.Outcome
+	Access() drivers.Access
+}
+
+// Config is what the model must know of the endpoint.
+type Config struct {
+	Endpoint string
+	Clock    sim.Clock
+	Seed     uint64
+	_        struct{}
+}
+
+// Model is the reference model of one endpoint's backend. It is stepped from
+// the simulation's single goroutine and is not safe for concurrent use.
+type Model struct {
+	cfg   Config
+	caps  drivers.Capabilities
+	bcfg  backend.Config
+	stats func() backend.Stats
+	ready bool
+
+	bindings  []*binding
+	inDoubt   []string
+	regFailed bool
+
+	attempts  []*attempt // admitted, in admission order
+	byView    map[AttemptView]*attempt
+	admitting *attempt
+	queue     []*batch // dispatch order (B-CUT: admission order)
+	calls     []*call  // every call submitted, in order
+
+	pending *lookup // a first lookup whose follow-up Submit may still come
+	recheck *call   // a publish call whose declined rows must be looked up next
+
+	shut shutState
+
+	found []model.Violation
+	seen  map[string]bool // rule+attempt already reported
+}
+
+type binding struct {
+	region drivers.Region
+	handle drivers.Handle
+	live   bool
+	tried  bool // an unregister was asked during the current shutdown
+}
+
+type shutState struct {
+	asked        bool
+	askedAt      time.Duration
+	drainDone    bool
+	driverShut   bool // the driver's Shutdown was called in this round
+	driverLabels []string
+	late         bool // the deadline passed without a driver shutdown (reported)
+}
+
+type attempt struct {
+	view    AttemptView
+	dir     drivers.Direction
+	rows    []drivers.Row
+	mask    []bool
+	batches []*batch
+	served  []bool // by view position
+
+	state      backend.State // last committed state seen (Pending until then)
+	failCause  string        // a definite failure the backend has seen
+	maybeFail  string        // a failure the backend may have acted on early
+	cancelAsk  bool          // Cancel or Shutdown asked while Pending
+	askNow     bool          // the Cancel being judged found it Pending
+	unprovable bool          // sticky: the model's access was UNPROVABLE
+	expectFail bool          // failed at admission (unregistered row)
+	done       bool          // committed and access ENDED: nothing more to judge
+	touched    bool          // seen in this step
+	stopDue    bool          // committed Failed or Cancelled in this step
+	noRoom     string        // why B-BOUND refuses it at admission ("" if it fits)
+}
+
+type phase uint8
+
+const (
+	queued   phase = iota
+	waiting        // looked up; a Submit may follow
+	calling        // submitted
+	complete       // every row has its fold
+	dropped        // never sent
+)
+
+type batch struct {
+	a       *attempt
+	rows    []drivers.Row
+	phase   phase
+	present []bool // the lookup's answer, when one was asked
+	call    *call
+}
+
+type call struct {
+	b           *batch
+	id          drivers.CallID
+	rows        []drivers.Row
+	res         []drivers.Status // what the backend read, final entries kept
+	acc         drivers.Access   // what the backend read
+	stuck       bool             // UNPROVABLE for good (submit error, wrong length)
+	folded      bool             // the backend read every result final
+	cancels     int
+	recheckRows []drivers.Row // declined rows to look up again
+}
+
+type lookup struct {
+	b       *batch
+	present []bool
+	err     error
+}
+
+var errPanicked = errors.New("Submit panicked")
+
+// New returns the model of one endpoint. SetBackend must follow once the
+// backend exists (its effective configuration and Stats).
+func New(cfg Config) *Model {
+	return &Model{cfg: cfg, byView: map[AttemptView]*attempt{}, seen: map[string]bool{}}
+}
+
+// SetBackend gives the model the backend's effective configuration, the
+// driver's capabilities and the backend's gauges.
+func (m *Model) SetBackend(caps drivers.Capabilities, cfg backend.Config, stats func() backend.Stats) {
+	m.caps, m.bcfg, m.stats, m.ready = caps, cfg, stats, true
+}
+
+// Violations is what the model found so far.
+func (m *Model) Violations() []model.Violation { return slices.Clone(m.found) }
+
+func (m *Model) now() time.Duration {
+	if m.cfg.Clock == nil {
+		return 0
+	}
+	return m.cfg.Clock.Now()
+}
+
+// fail records a finding, once per (rule, attempt, what).
+func (m *Model) fail(rule rules.ID, a *attempt, call drivers.CallID, what, detail string) {
+	key := fmt.Sprintf("%v/%p/%s", rule, a, what)
+	if m.seen[key] {
+		return
+	}
+	m.seen[key] = true
+	class := model.Safety
+	if rule.Class() == rules.Liveness {
+		class = model.Liveness
+	}
+	if a != nil && a.view != nil {
+		detail = fmt.Sprintf("attempt %d (%v): %s", a.view.ID(), a.dir, detail)
+	}
+	m.found = append(m.found, model.Violation{Rule: rule.String(), Class: class, Call: call, Row: -1,
+		At: m.now(), Seed: m.cfg.Seed, Detail: detail})
+}
+
+// guard runs one step of the model; a bug of the model is reported as the
+// harness's, never passed to the backend as the driver's panic.
+func (m *Model) guard(f func()) {
+	defer func() {
+		if p := recover(); p != nil {
+			m.fail(rules.HarnessErr, nil, 0, fmt.Sprintf("panic/%d", len(m.found)), fmt.Sprintf("the backend's reference model panicked: %v", p))
+		}
+	}()
+	f()
+}
+
+// event marks a new boundary event: a first lookup not followed by its
+// Submit is settled first.
+func (m *Model) event() {
+	m.settleLookup()
+	m.checkRecheck()
+}
+
+// checkRecheck: the event after a declined publish's read must be its
+// second lookup (B-PUBLISH).
+func (m *Model) checkRecheck() {
+	if m.recheck != nil {
+		c := m.recheck
+		m.recheck = nil
+		m.fail(rules.BPublish, c.b.a, c.id, "recheck", "the store declined some of its rows, and they were not looked up again before the backend went on")
+	}
+}
+
+// ---- registration
+
+func (m *Model) registered(regions []drivers.Region, hs []drivers.Handle, err error, together bool) {
+	n := 0
+	if err == nil || together {
+		n = min(len(hs), len(regions))
+	}
+	if err == nil && !together {
+		n = 1
+	}
+	for i := 0; i < n; i++ {
+		m.bindings = append(m.bindings, &binding{region: regions[i], handle: hs[i], live: true})
+	}
+	if err == nil && len(hs) == len(regions) {
+		return
+	}
+	m.regFailed = true
+	var doubt *drivers.InDoubtError
+	switch {
+	case errors.As(err, &doubt):
+		m.inDoubt = append(m.inDoubt, doubt.Labels...)
+	case err != nil && (errors.Is(err, drivers.ErrRegistrationRefused) || errors.Is(err, drivers.ErrBadGeometry)):
+	default: // an unknown error, or too few handles: what has no handle is in doubt
+		for _, r := range regions[n:] {
+			m.inDoubt = append(m.inDoubt, r.Label)
+		}
+	}
+}
+
+func (m *Model) binding(h drivers.Handle) *binding {
+	for _, b := range m.bindings {
+		if b.handle == h {
+			return b
+		}
+	}
+	return nil
+}
+
+func (m *Model) unregistered(hs []drivers.Handle, err error) {
+	var doubt *drivers.InDoubtError
+	isDoubt := errors.As(err, &doubt)
+	for _, h := range hs {
+		b := m.binding(h)
+		if b == nil {
+			continue
+		}
+		b.tried = b.tried || m.shut.asked
+		switch {
+		case err == nil, errors.Is(err, drivers.ErrStaleHandle):
+			b.live = false
+		case isDoubt && len(hs) > 1 && !slices.Contains(doubt.Labels, b.region.Label):
+			b.live = false
+		}
+	}
+}
+
+// ---- admission
+
+// Admitting is called just before the backend's Fetch or Publish of v.
+func (m *Model) Admitting(dir drivers.Direction, v drivers.View) {
+	m.event()
+	a := &attempt{dir: dir, rows: slices.Clone(v.Rows), mask: slices.Clone(v.Mask), served: make([]bool, len(v.Rows))}
+	m.admitting = a
+	if why := m.malformed(dir, v); why != "" || m.closed() != "" {
+		return // expected refused: nothing may be dispatched
+	}
+	active := m.active(v)
+	if m.outside(active) != "" {
+		a.expectFail = true
+		return
+	}
+	for _, rows := range cut(active, m.caps.MaxRowsPerOp) {
+		b := &batch{a: a, rows: rows}
+		a.batches = append(a.batches, b)
+	}
+	if a.noRoom = m.room(len(a.batches)); a.noRoom == "" {
+		m.queue = append(m.queue, a.batches...)
+	}
+}
+
+// Admitted is called with what Fetch or Publish returned.
+func (m *Model) Admitted(av AttemptView, err error) {
+	a := m.admitting
+	m.admitting = nil
+	m.settleLookup()
+	if a == nil {
+		return
+	}
+	v := drivers.View{Rows: a.rows, Mask: a.mask}
+	why := m.malformed(a.dir, v)
+	if why == "" {
+		why = m.closed()
+	}
+	room := ""
+	if why == "" && !a.expectFail {
+		room = a.noRoom
+	}
+	switch {
+	case err != nil && why == "" && room == "" && !a.expectFail:
+		m.dequeue(a)
+		m.fail(rules.BProgress, nil, 0, fmt.Sprintf("refused/%d", len(m.found)), fmt.Sprintf(
+			"a %v view of %d rows was refused (%v) although the backend is open, the view is well formed and every bound has room (%s)",
+			a.dir, len(a.rows), err, m.gauges()))
+		return
+	case err != nil:
+		m.dequeue(a)
+		if m.dispatched(a) {
+			m.fail(rules.BSubmit, nil, 0, fmt.Sprintf("refused-sent/%d", len(m.found)), fmt.Sprintf("a refused %v view (%v) sent rows to the store", a.dir, err))
+		}
+		return
+	case why != "":
+		m.fail(rules.BSubmit, nil, 0, fmt.Sprintf("admitted/%d", len(m.found)), fmt.Sprintf("a %v view was admitted as attempt %d although %s", a.dir, av.ID(), why))
+		return
+	case room != "" && !a.expectFail:
+		m.fail(rules.BBound, nil, 0, fmt.Sprintf("admitted/%d", len(m.found)), fmt.Sprintf("a %v view of %d batches was admitted as attempt %d although %s", a.dir, len(a.batches), av.ID(), room))
+		return
+	}
+	a.view = av
+	m.byView[av] = a
+	m.attempts = append(m.attempts, a)
+	o := av.Outcome()
+	switch {
+	case a.expectFail:
+		a.failCause = "a row outside any live registration"
+		if o.State != backend.Failed {
+			m.fail(rules.BSubmit, a, 0, "outside", fmt.Sprintf("a row outside any live registration must fail the attempt at admission, but it is %v", o.State))
+		}
+	case len(a.batches) == 0:
+		if o.State != backend.Delivered || slices.Contains(o.Served, true) || av.Access() != drivers.AccessEnded {
+			m.fail(rules.BSubmit, a, 0, "empty", fmt.Sprintf("an empty view must be Delivered(nothing) with access ENDED at once, but it is %v with access %v", o, av.Access()))
+		}
+	}
+	m.judge(a)
+}
+
+func (m *Model) malformed(dir drivers.Direction, v drivers.View) string {
+	if err := v.Check(); err != nil {
+		return "it is malformed: " + err.Error()
+	}
+	if !m.caps.Supports(dir) {
+		return fmt.Sprintf("the driver does not support %v", dir)
+	}
+	type slot struct {
+		h drivers.Handle
+		s int
+	}
+	seen := map[slot]bool{}
+	for i, r := range v.Rows {
+		if !v.Mask[i] {
+			continue
+		}
+		if r.Key == "" {
+			return fmt.Sprintf("view row %d has an empty key", i)
+		}
+		if seen[slot{r.Handle, r.Slot}] {
+			return fmt.Sprintf("two masked-in rows use slot %d of handle %d", r.Slot, r.Handle)
+		}
+		seen[slot{r.Handle, r.Slot}] = true
+	}
+	return ""
+}
+
+func (m *Model) closed() string {
+	switch {
+	case m.shut.asked:
+		return "the backend was shut down"
+	case m.regFailed:
+		return "its registration failed"
+	}
+	return ""
+}
+
+func (m *Model) active(v drivers.View) []drivers.Row {
+	var out []drivers.Row
+	for i, r := range v.Rows {
+		if v.Mask[i] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (m *Model) outside(rows []drivers.Row) string {
+	for _, r := range rows {
+		b := m.binding(r.Handle)
+		if b == nil || !b.live || r.Slot < 0 || r.Slot >= b.region.Slots {
+			return fmt.Sprintf("row %d (handle %d slot %d) is outside any live registration", r.Position, r.Handle, r.Slot)
+		}
+	}
+	return ""
+}
+
+// room is B-BOUND's admission: every batch of the view must fit.
+func (m *Model) room(n int) string {
+	if u := m.unprovableCalls(); u > m.bcfg.MaxUnprovable {
+		return fmt.Sprintf("%d calls are UNPROVABLE (limit %d)", u, m.bcfg.MaxUnprovable)
+	}
+	have, limit := m.inFlight()+m.queued(), m.bcfg.MaxCallsInFlight+m.bcfg.MaxQueuedCalls
+	if have+n > limit {
+		return fmt.Sprintf("%d calls in flight or queued and %d more do not fit in %d", have, n, limit)
+	}
+	return ""
+}
+
+func (m *Model) gauges() string {
+	return fmt.Sprintf("%d in flight of %d, %d queued of %d, %d UNPROVABLE of %d", m.inFlight(), m.bcfg.MaxCallsInFlight,
+		m.queued(), m.bcfg.MaxQueuedCalls, m.unprovableCalls(), m.bcfg.MaxUnprovable)
+}
+
+func (m *Model) dequeue(a *attempt) {
+	m.queue = slices.DeleteFunc(m.queue, func(b *batch) bool { return b.a == a })
+}
+
+func (m *Model) dispatched(a *attempt) bool {
+	for _, b := range a.batches {
+		if b.phase != queued {
+			return true
+		}
+	}
+	return false
+}
+
+// queued counts the batches waiting to be dispatched.
+func (m *Model) queued() int {
+	n := 0
+	for _, b := range m.queue {
+		if b.phase == queued && !m.committed(b.a) {
+			n++
+		}
+	}
+	return n
+}
+
+// inFlight counts calls the backend knows to lack access evidence.
+func (m *Model) inFlight() int {
+	n := 0
+	for _, c := range m.calls {
+		if !c.stuck && c.acc == drivers.AccessPending {
+			n++
+		}
+	}
+	return n
+}
+
+func (m *Model) unprovableCalls() int {
+	n := 0
+	for _, c := range m.calls {
+		if c.acc == drivers.AccessUnprovable {
+			n++
+		}
+	}
+	return n
+}
+
+func (m *Model) retainedBytes() int64 {
+	var n int64
+	for _, c := range m.calls {
+		if c.acc != drivers.AccessUnprovable {
+			continue
+		}
+		for _, r := range c.rows {
+			if b := m.binding(r.Handle); b != nil {
+				n += int64(b.region.SlotBytes)
+			}
+		}
+	}
+	return n
+}
+
+// cut is B-CUT, written from the contract: masked-in rows in view order; a
+// new call starts when the current one holds max rows or already names the
+// next row's key.
+func cut(rows []drivers.Row, max int) [][]drivers.Row {
+	var out [][]drivers.Row
+	var cur []drivers.Row
+	for _, r := range rows {
+		if len(cur) == max || slices.ContainsFunc(cur, func(c drivers.Row) bool { return c.Key == r.Key }) {
+			out = append(out, cur)
+			cur = nil
+		}
+		cur = append(cur, r)
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}

@@ -1,0 +1,135 @@
+package refine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/storesim/storesim/backend"
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
+)
+
+// ShutdownAsked is called just before Backend.Shutdown. The first one
+// closes admission and cancels every Pending attempt (B-SHUT).
+func (m *Model) ShutdownAsked() {
+	m.event()
+	if m.shut.asked {
+		m.shut.driverShut = false // a retry shuts the driver down again
+		for _, b := range m.bindings {
+			b.tried = false
+		}
+		return
+	}
+	m.shut.asked, m.shut.askedAt = true, m.now()
+	for _, a := range m.attempts {
+		if a.view.Outcome().State == backend.Pending {
+			a.cancelAsk, a.touched = true, true
+		}
+	}
+}
+
+// driverShutdown judges the moment the backend shuts the driver down.
+func (m *Model) driverShutdown() {
+	m.event()
+	if !m.shut.asked {
+		m.fail(rules.BShut, nil, 0, "driver-shut-unasked", "the backend shut its driver down although nobody shut the backend down")
+		return
+	}
+	if !m.shut.driverShut && !m.shut.drainDone && m.now() < m.shut.askedAt+m.bcfg.DrainTimeout {
+		m.fail(rules.BShut, nil, 0, "no-drain", fmt.Sprintf("the driver was shut down at %v, before its drain was done and before the drain deadline (%v)",
+			m.now(), m.shut.askedAt+m.bcfg.DrainTimeout))
+	}
+	for _, b := range m.bindings {
+		if b.live && !b.tried && !m.busy(b.handle) {
+			m.fail(rules.BShut, nil, 0, "unclosed-"+b.region.Label, fmt.Sprintf("the driver was shut down, but the binding of region %q, which no unfinished call names, was never closed first", b.region.Label))
+		}
+	}
+	m.shut.driverShut = true
+}
+
+func (m *Model) driverShutdownReturned(labels []string) { m.shut.driverLabels = slices.Clone(labels) }
+
+// busy: a call the backend does not know ENDED names the handle.
+func (m *Model) busy(h drivers.Handle) bool {
+	for _, c := range m.calls {
+		if c.acc == drivers.AccessEnded {
+			continue
+		}
+		for _, r := range c.rows {
+			if r.Handle == h {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ShutdownReturned judges the labels a shutdown returned: exactly the
+// resources still held — the driver's labels, every binding still live,
+// every region in doubt, every call the backend does not know ENDED.
+func (m *Model) ShutdownReturned(labels []string) {
+	m.settleLookup()
+	if !m.shut.driverShut {
+		m.fail(rules.BShut, nil, 0, "early-labels", fmt.Sprintf("shutdown returned %q before the driver was shut down", labels))
+		return
+	}
+	want := map[string]bool{}
+	var order []string
+	add := func(r string) {
+		if !want[r] {
+			want[r] = true
+			order = append(order, r)
+		}
+	}
+	for _, l := range m.shut.driverLabels {
+		add(resource(l))
+	}
+	for _, b := range m.bindings {
+		if b.live {
+			add("region:" + b.region.Label)
+		}
+	}
+	for _, l := range m.inDoubt {
+		add("region:" + l)
+	}
+	for _, c := range m.calls {
+		if c.id != 0 && c.acc != drivers.AccessEnded {
+			add(fmt.Sprintf("call:%d", c.id))
+		}
+	}
+	got := map[string]bool{}
+	for _, l := range labels {
+		got[resource(l)] = true
+	}
+	var missing, stale []string
+	for _, r := range order {
+		if !got[r] {
+			missing = append(missing, r)
+		}
+	}
+	for _, l := range labels {
+		if !want[resource(l)] {
+			stale = append(stale, l)
+		}
+	}
+	for _, l := range m.inDoubt {
+		if lbl := drivers.RegionLabel(l, drivers.WhyInDoubt); !slices.Contains(labels, lbl) {
+			missing = append(missing, lbl)
+		}
+	}
+	if len(missing) > 0 {
+		m.fail(rules.BShut, nil, 0, fmt.Sprintf("labels-missing/%d", len(m.found)), fmt.Sprintf("shutdown returned %q, which does not name what is still held: %s", labels, strings.Join(missing, ", ")))
+	}
+	if len(stale) > 0 {
+		m.fail(rules.BShut, nil, 0, fmt.Sprintf("labels-stale/%d", len(m.found)), fmt.Sprintf("shutdown returned %q, which names what is no longer held: %s", labels, strings.Join(stale, ", ")))
+	}
+}
+
+// resource is a label without its reason: "call:7", "region:A0".
+func resource(label string) string {
+	if i := strings.LastIndexByte(label, ':'); i > 0 && (strings.HasPrefix(label, "call:") || strings.HasPrefix(label, "region:")) {
+		return label[:i]
+	}
+	return label
+}

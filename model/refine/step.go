@@ -1,0 +1,260 @@
+package refine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/storesim/storesim/backend"
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
+)
+
+// touch marks a for judging at the end of the step.
+func (m *Model) touch(a *attempt) {
+	if a != nil && a.view != nil && !a.done {
+		a.touched = true
+	}
+}
+
+// access is B-ACCESS derived from what the backend knows: UNPROVABLE as
+// soon as one call is (and until every call ENDED), PENDING while a batch
+// is queued or a call lacks evidence, else ENDED.
+func (m *Model) access(a *attempt) drivers.Access {
+	acc := drivers.AccessEnded
+	for _, b := range a.batches {
+		var ba drivers.Access
+		switch {
+		case b.call != nil:
+			ba = b.call.acc
+		case (b.phase == queued || b.phase == waiting) && !m.committed(a):
+			ba = drivers.AccessPending
+		default:
+			ba = drivers.AccessEnded
+		}
+		switch ba {
+		case drivers.AccessUnprovable:
+			return drivers.AccessUnprovable
+		case drivers.AccessPending:
+			acc = drivers.AccessPending
+		}
+	}
+	if acc == drivers.AccessPending && a.unprovable {
+		return drivers.AccessUnprovable
+	}
+	return acc
+}
+
+// complete reports whether every batch has its fold: the attempt must be
+// Delivered unless something failed it.
+func allComplete(a *attempt) bool {
+	for _, b := range a.batches {
+		if b.phase != complete {
+			return false
+		}
+	}
+	return true
+}
+
+// judge compares the backend's attempt with the model after a step.
+func (m *Model) judge(a *attempt) {
+	a.touched = false
+	o := a.view.Outcome()
+	prev := a.state
+	if prev != backend.Pending && o.State != prev {
+		m.fail(rules.BOutcome, a, 0, "changed", fmt.Sprintf("its outcome was committed %v, and is now %v (the first commit wins)", prev, o))
+		return
+	}
+	if prev == backend.Pending && o.State != backend.Pending {
+		m.committedNow(a, o)
+	}
+	a.state = o.State
+	if o.State == backend.Pending {
+		switch {
+		case a.cancelAsk:
+			m.fail(rules.BCancel, a, 0, "cancel-commit", "a cancel of a Pending attempt must commit Cancelled, but it is still Pending")
+		case a.failCause != "":
+			m.fail(rules.BModel, a, 0, "should-fail", fmt.Sprintf("it must be Failed (%s), but it is still Pending", a.failCause))
+		case allComplete(a):
+			m.fail(rules.BModel, a, 0, "should-deliver", fmt.Sprintf("every batch has its results, so it must be Delivered(%s), but it is still Pending", positions(a.served)))
+		}
+	}
+	want := m.access(a)
+	if want == drivers.AccessUnprovable {
+		a.unprovable = true
+	}
+	if got := a.view.Access(); got != want {
+		m.fail(rules.BAccess, a, 0, "access", fmt.Sprintf("its access is %v, but its calls say %v (%s)", got, want, m.callStates(a)))
+	}
+	if o.State != backend.Pending && want == drivers.AccessEnded {
+		a.done = true
+	}
+}
+
+// committedNow judges a commit made in this step.
+func (m *Model) committedNow(a *attempt, o backend.Outcome) {
+	rule := rules.BFetch
+	if a.dir == drivers.Publish {
+		rule = rules.BPublish
+	}
+	switch o.State {
+	case backend.Delivered:
+		switch {
+		case a.cancelAsk:
+			m.fail(rules.BOutcome, a, 0, "delivered-cancelled", fmt.Sprintf("it was cancelled while Pending, but it is %v", o))
+		case a.failCause != "":
+			m.fail(rule, a, 0, "delivered-failed", fmt.Sprintf("it is %v, but %s: the whole attempt fails", o, a.failCause))
+		case a.maybeFail != "":
+			m.fail(rule, a, 0, "delivered-failed", fmt.Sprintf("it is %v, but %s: the whole attempt fails", o, a.maybeFail))
+		case !allComplete(a):
+			m.fail(rules.BModel, a, 0, "delivered-early", fmt.Sprintf("it is %v before every batch had its results (%s)", o, m.callStates(a)))
+		case !slices.Equal(o.Served, a.served):
+			m.fail(rule, a, 0, "served", fmt.Sprintf("it is Delivered serving %s, but the store's answers serve %s", positions(o.Served), positions(a.served)))
+		}
+	case backend.Failed:
+		if a.failCause == "" && a.maybeFail == "" && !a.expectFail {
+			m.fail(rule, a, 0, "failed", fmt.Sprintf("it is %v, but no row, lookup or call failed", o))
+		}
+	case backend.Cancelled:
+		if !a.cancelAsk {
+			m.fail(rules.BOutcome, a, 0, "cancelled", fmt.Sprintf("it is %v, but nobody cancelled it", o))
+		}
+	}
+	// B-CANCEL: a committed failure or cancel stops the attempt's running calls.
+	if o.State == backend.Failed || o.State == backend.Cancelled {
+		a.stopDue = true
+	}
+}
+
+// stopped checks that every call of a stopped attempt that was still
+// running got a cancel.
+func (m *Model) stopped(a *attempt) {
+	for _, b := range a.batches {
+		c := b.call
+		if c == nil || c.stuck || c.folded || c.acc != drivers.AccessPending || c.cancels > 0 {
+			continue
+		}
+		if !m.caps.CanCancel {
+			continue
+		}
+		m.fail(rules.BCancel, a, c.id, "forward", fmt.Sprintf("it is %v, but its running call %d (%s) was never cancelled", a.view.Outcome().State, c.id, m.callStates(a)))
+		return
+	}
+}
+
+// Cancelling is called just before Attempt.Cancel.
+func (m *Model) Cancelling(av AttemptView) {
+	m.event()
+	if a := m.byView[av]; a != nil {
+		a.askNow = av.Outcome().State == backend.Pending
+		a.cancelAsk = a.cancelAsk || a.askNow
+		a.touched = true
+	}
+}
+
+// Cancelled is called with what Attempt.Cancel returned.
+func (m *Model) Cancelled(av AttemptView, committed bool) {
+	m.settleLookup()
+	a := m.byView[av]
+	if a == nil {
+		return
+	}
+	if committed != a.askNow {
+		m.fail(rules.BCancel, a, 0, "cancel-return", fmt.Sprintf("Cancel returned %v, but the attempt was %s when it was cancelled", committed, map[bool]string{true: "Pending", false: "committed"}[a.askNow]))
+	}
+	m.judgeNow(a)
+}
+
+func (m *Model) judgeNow(a *attempt) {
+	if a.done {
+		return
+	}
+	m.judge(a)
+	if a.stopDue {
+		a.stopDue = false
+		m.stopped(a)
+	}
+}
+
+// AfterStep judges the backend after one scheduler step. quiescent says
+// nothing else is runnable at the current instant: then the backend must
+// not idle while it could act (B-PROGRESS), and its gauges must equal the
+// model's.
+func (m *Model) AfterStep(quiescent bool) {
+	m.event()
+	for _, a := range m.attempts {
+		if a.touched && !a.done {
+			m.judgeNow(a)
+		}
+	}
+	if m.shut.asked && !m.shut.driverShut && !m.shut.late && m.now() > m.shut.askedAt+m.bcfg.DrainTimeout {
+		m.shut.late = true
+		m.fail(rules.BShut, nil, 0, "deadline", fmt.Sprintf("shutdown began at %v with a drain deadline of %v, and the driver was still not shut down at %v",
+			m.shut.askedAt, m.bcfg.DrainTimeout, m.now()))
+	}
+	if !quiescent || !m.ready {
+		return
+	}
+	m.compact()
+	for _, a := range m.attempts {
+		if !a.done {
+			m.judgeNow(a)
+		}
+	}
+	if h := m.head(); h != nil && m.inFlight() < m.bcfg.MaxCallsInFlight && !m.shut.asked {
+		m.fail(rules.BProgress, h.a, 0, "idle", fmt.Sprintf("batch %q waits to be dispatched and %d of %d in-flight slots are free, but the backend is idle",
+			keysOf(h.rows), m.bcfg.MaxCallsInFlight-m.inFlight(), m.bcfg.MaxCallsInFlight))
+	}
+	if m.stats != nil {
+		st := m.stats()
+		nq := m.queued()
+		if st.InFlight != m.inFlight() || st.Queued != nq || st.Unprovable != m.unprovableCalls() || st.RetainedBytes != m.retainedBytes() {
+			m.fail(rules.BBound, nil, 0, fmt.Sprintf("stats/%d", len(m.found)), fmt.Sprintf(
+				"Stats says %d in flight, %d queued, %d UNPROVABLE, %d bytes retained; the calls say %d, %d, %d, %d",
+				st.InFlight, st.Queued, st.Unprovable, st.RetainedBytes, m.inFlight(), nq, m.unprovableCalls(), m.retainedBytes()))
+		}
+	}
+}
+
+// compact forgets finished attempts and calls so a long run stays cheap.
+func (m *Model) compact() {
+	if len(m.attempts) > 64 {
+		m.attempts = slices.DeleteFunc(m.attempts, func(a *attempt) bool {
+			if a.done {
+				delete(m.byView, a.view)
+			}
+			return a.done
+		})
+	}
+	if len(m.calls) > 64 {
+		m.calls = slices.DeleteFunc(m.calls, func(c *call) bool { return c.acc == drivers.AccessEnded && c.b.a.done })
+	}
+}
+
+func positions(served []bool) string {
+	var p []string
+	for i, s := range served {
+		if s {
+			p = append(p, fmt.Sprint(i))
+		}
+	}
+	if len(p) == 0 {
+		return "nothing"
+	}
+	return "rows " + strings.Join(p, ",")
+}
+
+func (m *Model) callStates(a *attempt) string {
+	var p []string
+	for i, b := range a.batches {
+		switch {
+		case b.call != nil && b.call.id != 0:
+			p = append(p, fmt.Sprintf("batch %d: call %d %v results %v", i, b.call.id, b.call.acc, b.call.res))
+		case b.call != nil:
+			p = append(p, fmt.Sprintf("batch %d: refused submit, %v", i, b.call.acc))
+		default:
+			p = append(p, fmt.Sprintf("batch %d: %s", i, [...]string{"queued", "looked up", "calling", "complete", "dropped"}[b.phase]))
+		}
+	}
+	return strings.Join(p, "; ")
+}

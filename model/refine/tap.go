@@ -1,0 +1,126 @@
+package refine
+
+import (
+	"context"
+
+	"github.com/storesim/storesim/drivers"
+)
+
+// Wrap returns the driver the backend must be built on: d, with every
+// answer it gives the backend reported to the model. It implements
+// drivers.TogetherRegisterer exactly when d does.
+func (m *Model) Wrap(d drivers.Driver) drivers.Driver {
+	t := &tap{m: m, d: d}
+	if tr, ok := d.(drivers.TogetherRegisterer); ok {
+		return &togetherTap{tap: t, tr: tr}
+	}
+	return t
+}
+
+type tap struct {
+	m *Model
+	d drivers.Driver
+}
+
+func (t *tap) Capabilities() drivers.Capabilities { return t.d.Capabilities() }
+
+func (t *tap) Register(r drivers.Region) (drivers.Handle, error) {
+	h, err := t.d.Register(r)
+	t.m.guard(func() { t.m.registered([]drivers.Region{r}, []drivers.Handle{h}, err, false) })
+	return h, err
+}
+
+func (t *tap) Unregister(h drivers.Handle) error {
+	err := t.d.Unregister(h)
+	t.m.guard(func() { t.m.unregistered([]drivers.Handle{h}, err) })
+	return err
+}
+
+func (t *tap) Contains(ctx context.Context, keys []string) ([]bool, error) {
+	t.m.guard(t.m.settleLookup) // a lookup may be a declined publish's second one
+	present, err := t.d.Contains(ctx, keys)
+	t.m.guard(func() { t.m.lookedUp(keys, present, err) })
+	return present, err
+}
+
+func (t *tap) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error) {
+	t.m.guard(t.m.checkRecheck) // the Submit may follow its batch's lookup
+	rows := append([]drivers.Row(nil), b.Rows...) // the batch is the caller's; keep what was asked
+	// A panicking Submit reaches the backend as a panic; the model sees it as
+	// an error that proves nothing (D-SUB-2), then lets it go on.
+	var (
+		c        drivers.Call
+		err      error
+		finished bool
+	)
+	defer func() {
+		if !finished {
+			t.m.guard(func() { t.m.submitted(b.Dir, rows, nil, errPanicked) })
+		}
+	}()
+	c, err = t.d.Submit(b, onChange)
+	finished = true
+	var mc *call
+	t.m.guard(func() { mc = t.m.submitted(b.Dir, rows, c, err) })
+	if c == nil || mc == nil {
+		return c, err
+	}
+	return &callTap{m: t.m, c: c, mc: mc}, err
+}
+
+func (t *tap) Drain() drivers.DrainStatus {
+	st := t.d.Drain()
+	t.m.guard(func() { t.m.drained(st) })
+	return st
+}
+
+func (t *tap) Shutdown(ctx context.Context) []string {
+	t.m.guard(func() { t.m.driverShutdown() })
+	labels := t.d.Shutdown(ctx)
+	t.m.guard(func() { t.m.driverShutdownReturned(labels) })
+	return labels
+}
+
+type togetherTap struct {
+	*tap
+	tr drivers.TogetherRegisterer
+}
+
+func (t *togetherTap) RegisterTogether(regions []drivers.Region) ([]drivers.Handle, error) {
+	hs, err := t.tr.RegisterTogether(regions)
+	t.m.guard(func() { t.m.registered(regions, hs, err, true) })
+	return hs, err
+}
+
+func (t *togetherTap) UnregisterTogether(hs []drivers.Handle) error {
+	err := t.tr.UnregisterTogether(hs)
+	t.m.guard(func() { t.m.unregistered(hs, err) })
+	return err
+}
+
+// callTap reports every read of a call: what the backend was told is what
+// it knows.
+type callTap struct {
+	m  *Model
+	c  drivers.Call
+	mc *call
+}
+
+func (c *callTap) ID() drivers.CallID { return c.c.ID() }
+
+func (c *callTap) Results() []drivers.Status {
+	res := c.c.Results()
+	c.m.guard(func() { c.m.readResults(c.mc, res) })
+	return res
+}
+
+func (c *callTap) Access() drivers.Access {
+	acc := c.c.Access()
+	c.m.guard(func() { c.m.readAccess(c.mc, acc) })
+	return acc
+}
+
+func (c *callTap) Cancel() drivers.CancelResult {
+	c.mc.cancels++
+	return c.c.Cancel()
+}
