@@ -129,9 +129,6 @@ func (b *Backend) Quiesce(attempts ...*Attempt) bool {
 // commit is B-OUTCOME: the first committed outcome wins; it reports whether
 // this one did.
 func (b *Backend) commit(a *Attempt, st State, reason error) bool {
-	if zoo == "late_success" && st == Delivered && a.state == Cancelled || zoo == "cancel_overrides" && st == Cancelled && a.state == Delivered {
-		a.state = Pending // planted: B-OUTCOME's first commit no longer wins
-	}
 	if a.state != Pending {
 		return false
 	}
@@ -194,17 +191,8 @@ func (b *Backend) settle(a *Attempt) {
 // attemptAccess is B-ACCESS: UNPROVABLE as soon as one call is, PENDING
 // while a batch is queued or a call lacks evidence, else ENDED.
 func attemptAccess(a *Attempt) drivers.Access {
-	if zoo == "outcome_is_end" && a.state != Pending {
-		return drivers.AccessEnded
-	}
 	acc := drivers.AccessEnded
 	for _, bt := range a.batches {
-		if zoo == "ended_at_results" && bt.phase == done || zoo == "unprovable_as_ended" && bt.access() == drivers.AccessUnprovable {
-			continue
-		}
-		if zoo == "any_call_ended" && bt.call != nil && bt.access() == drivers.AccessEnded {
-			return drivers.AccessEnded
-		}
 		switch bt.access() {
 		case drivers.AccessUnprovable:
 			return drivers.AccessUnprovable

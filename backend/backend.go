@@ -165,9 +165,6 @@ func (b *Backend) register() error {
 	for _, r := range b.regions {
 		h, err := b.d.Register(r)
 		if err != nil {
-			if zoo == "bindings_dropped" {
-				b.bindings, b.byHandle = nil, map[drivers.Handle]*binding{}
-			}
 			b.noteInDoubt(err, r.Label)
 			// Earlier bindings stay: Shutdown closes them properly.
 			return fmt.Errorf("%w: region %q: %w", ErrRegistration, r.Label, err)
@@ -203,9 +200,6 @@ func (b *Backend) registerTogether(tr drivers.TogetherRegisterer) error {
 // registered (D-REG-2, D-TOG-1). Any other error cannot prove that, so the
 // regions it concerns are treated as in doubt too: they stay held.
 func (b *Backend) noteInDoubt(err error, labels ...string) {
-	if zoo == "indoubt_ignored" {
-		return
-	}
 	var doubt *drivers.InDoubtError
 	switch {
 	case errors.As(err, &doubt):

@@ -28,11 +28,11 @@ func Cut(rows []drivers.Row, max int) [][]drivers.Row {
 // cutHere decides whether next must start a new batch after cur. The key
 // scan is linear: batches hold at most MaxRowsPerOp rows.
 func cutHere(cur []drivers.Row, next drivers.Row, max int) bool {
-	if len(cur) >= max && zoo != "nocut_max" {
+	if len(cur) >= max {
 		return true
 	}
 	for _, r := range cur {
-		if r.Key == next.Key && zoo != "nocut_key" {
+		if r.Key == next.Key {
 			return true
 		}
 	}

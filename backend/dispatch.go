@@ -55,9 +55,6 @@ type call struct {
 // hasEvidence is B-BOUND's slot rule: a call's slot frees at evidence,
 // ENDED or UNPROVABLE, whatever its outcome.
 func hasEvidence(acc drivers.Access) bool {
-	if zoo == "inflight_leak_unprovable" {
-		return acc == drivers.AccessEnded
-	}
 	return acc.Evidenced()
 }
 
@@ -89,9 +86,6 @@ func (b *Backend) start(bt *batch) {
 	rows := bt.rows
 	if b.needsLookup(a.dir) {
 		present, err := b.lookup(rows)
-		if err != nil && zoo == "lookup_outage_as_miss" {
-			present, err = make([]bool, len(rows)), nil
-		}
 		if err != nil {
 			bt.phase = dropped // nothing is put for this batch
 			b.fail(a, err)
@@ -112,9 +106,6 @@ func (b *Backend) start(bt *batch) {
 func (b *Backend) afterLookup(a *Attempt, rows []drivers.Row, present []bool) []drivers.Row {
 	keep := make([]drivers.Row, 0, len(rows))
 	for i, r := range rows {
-		if zoo == "publish_rewrites_present" && a.dir == drivers.Publish {
-			present[i] = false
-		}
 		switch {
 		case present[i] == (a.dir == drivers.Fetch):
 			keep = append(keep, r)
@@ -162,10 +153,7 @@ func (b *Backend) submit(bt *batch, rows []drivers.Row) {
 		b.live = append(b.live, c)
 		return
 	}
-	if zoo == "slot_leak_refused" {
-		c.slot = false // planted: the refused call's in-flight slot is never given back
-	}
-	if nothingEscaped(err) || zoo == "submit_error_no_escape" {
+	if nothingEscaped(err) {
 		// D-SUB-2: nothing escaped; the batch's access ends here.
 		bt.call, bt.phase = nil, dropped
 		b.freeSlot(c)
@@ -208,7 +196,7 @@ func (b *Backend) onCall(c *call) {
 
 // observe reads c's results and access and folds what is new.
 func (b *Backend) observe(c *call) {
-	if c.dc == nil || zoo == "fold_stops_listening" && c.folded {
+	if c.dc == nil {
 		return
 	}
 	a := c.bt.a
@@ -256,7 +244,7 @@ func (b *Backend) setAccess(c *call, acc drivers.Access) {
 		b.retainedBytes += c.bytes
 		b.stats.UnprovableTotal++
 	}
-	if old == drivers.AccessUnprovable && zoo != "gauge_not_decremented" {
+	if old == drivers.AccessUnprovable {
 		b.unprovable--
 		b.retainedBytes -= c.bytes
 	}
@@ -299,9 +287,6 @@ const (
 // foldRow is B-FETCH / B-PUBLISH for one row. NOT_ATTEMPTED outside a
 // cancel is a failure, never a miss.
 func foldRow(dir drivers.Direction, st drivers.Status) rowFold {
-	if zoo == "fault_as_miss" && dir == drivers.Fetch && st == drivers.Fault {
-		return foldMissed
-	}
 	switch {
 	case st == drivers.OK:
 		return foldServed
@@ -322,11 +307,6 @@ func (b *Backend) fold(c *call, res []drivers.Status) {
 	var recheck []drivers.Row
 	for i, st := range res {
 		r := c.rows[i]
-		if zoo == "marks_shift" {
-			r.Position = (r.Position + 1) % len(a.acc)
-		} else if zoo == "marks_batch_index" {
-			r.Position = i
-		}
 		switch foldRow(a.dir, st) {
 		case foldServed:
 			a.acc[r.Position] = true
@@ -355,9 +335,6 @@ func (b *Backend) recheck(a *Attempt, rows []drivers.Row) {
 		return
 	}
 	for i, r := range rows {
-		if zoo == "raced_declined_swapped" {
-			present[i] = !present[i]
-		}
 		if present[i] {
 			a.acc[r.Position] = true
 			a.raced++
@@ -387,9 +364,6 @@ func (b *Backend) cancel(a *Attempt, reason error) bool {
 	b.dropQueued(a)
 	b.cancelCalls(a)
 	ok := b.commit(a, Cancelled, reason)
-	if zoo == "cancel_no_settle" {
-		return ok
-	}
 	b.settle(a)
 	return ok
 }
@@ -405,7 +379,7 @@ func (b *Backend) dropQueued(a *Attempt) {
 			n++
 		}
 	}
-	if n == 0 || zoo == "dropped_still_queued" {
+	if n == 0 {
 		return
 	}
 	q := b.queue[:0]
@@ -421,9 +395,6 @@ func (b *Backend) dropQueued(a *Attempt) {
 // cancelCalls forwards one Cancel per call of a that is still running
 // (D-CAN-1: non-blocking, so safe here).
 func (b *Backend) cancelCalls(a *Attempt) {
-	if zoo == "cancel_not_forwarded" {
-		return
-	}
 	for _, bt := range a.batches {
 		c := bt.call
 		if c == nil || c.dc == nil || c.cancelled || c.folded || hasEvidence(c.access) {
@@ -434,8 +405,5 @@ func (b *Backend) cancelCalls(a *Attempt) {
 			defer func() { _ = recover() }() // a panicking Cancel changes nothing we rely on
 			c.dc.Cancel()
 		}()
-		if zoo == "cancel_proves_end" {
-			b.setAccess(c, drivers.AccessEnded)
-		}
 	}
 }

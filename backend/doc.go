@@ -87,10 +87,9 @@
 //   - Outcome and access are separate: a fetch may be Delivered while its
 //     access is still PENDING (a late RDMA write) or UNPROVABLE.
 //
-// # Hook points
+// # Decision points
 //
 // Every decision the spec names lives in one small function (cutHere,
-// foldRow, attemptAccess, commit, hasEvidence, closable) so a test-only bug
-// zoo can plant one wrong decision behind a build tag without touching the
-// rest.
+// foldRow, attemptAccess, commit, hasEvidence, closable), so each rule can be
+// read, tested and changed in one place without touching the rest.
 package backend

@@ -45,17 +45,10 @@ func (b *Backend) Shutdown(done func(labels []string)) {
 	if b.closedErr == nil {
 		b.closedErr = fmt.Errorf("%w: %w", ErrClosed, ErrShutdown)
 	}
-	if zoo == "hold_early" && len(b.open) == 0 {
-		b.zooAnswer() // planted: no attempt lacks an outcome, so "nothing to wait for"
-		return
-	}
 	for _, a := range slices.Clone(b.open) {
 		b.cancel(a, ErrShutdown)
 	}
 	b.shut.deadline = b.rt.After(b.cfg.DrainTimeout, b.cfg.Name+"/drain-deadline", func() {
-		if zoo == "no_drain_deadline" {
-			return
-		}
 		b.shut.expired = true
 		b.pollDrain()
 	})
@@ -74,7 +67,7 @@ func (b *Backend) pollDrain() {
 	if !b.shut.started || b.shut.finished {
 		return
 	}
-	if !b.d.Drain().Done && !b.shut.expired && zoo != "drain_no_wait" {
+	if !b.d.Drain().Done && !b.shut.expired {
 		return
 	}
 	b.shut.deadline.Stop()
@@ -121,9 +114,6 @@ func (b *Backend) refresh() {
 
 func (b *Backend) report(driverLabels []string) {
 	labels := append(b.ownLabels(), driverLabels...)
-	if zoo == "timeout_no_labels" && b.shut.expired {
-		labels = nil // planted: a drain that timed out reports a clean shutdown
-	}
 	slices.Sort(labels)
 	labels = slices.Compact(labels)
 	b.shut.labels = labels

@@ -64,7 +64,7 @@ func (b *Backend) checkView(dir drivers.Direction, v drivers.View) ([]drivers.Ro
 	active := make([]drivers.Row, 0, len(v.Rows))
 	seen := make(map[slotRef]int, len(v.Rows))
 	for i, r := range v.Rows {
-		if !v.Mask[i] && zoo != "mask_ignored" {
+		if !v.Mask[i] {
 			continue
 		}
 		if r.Key == "" {

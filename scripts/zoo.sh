@@ -2,7 +2,8 @@
 # scripts/zoo.sh — the bug zoo, in full (issue "Prove it", parts 1 and 2).
 #
 # 1. proves every caught bug is caught: STORESIM_ZOO=1 go test ./broken/zoo
-#    (builds the package once per bug with -tags zoo_<name>);
+#    (plants each bug with its patch, broken/zoo/patches/<name>.patch, and
+#    builds the package once per bug with go test -overlay);
 # 2. measures each bug: the swarm's seeds and wall time to the first failure
 #    (median of 5 start offsets), storesim shrink on the first failing seed,
 #    and the naive stress test (-race, wall-clock runtime) for a bounded time;
@@ -44,9 +45,10 @@ for bug in $want; do
   n=$limit runs=$naive_runs
   [ "$kind" = escape ] && n=$escape_limit runs=1
   b0=$(date +%s)
-  go build -tags "zoo_$bug" -o "$out/bin/storesim" ./cmd/storesim
-  go build -tags "zoo_$bug" -o "$out/bin/realhunt" ./broken/zoo/realhunt
-  go build -race -tags "zoo_$bug" -o "$out/bin/realhunt-race" ./broken/zoo/realhunt
+  ov=$("$out/bin/realhunt-plain" overlay -dir "$out/overlay/$bug" "$bug")
+  go build -overlay "$ov" -o "$out/bin/storesim" ./cmd/storesim
+  go build -overlay "$ov" -o "$out/bin/realhunt" ./broken/zoo/realhunt
+  go build -race -overlay "$ov" -o "$out/bin/realhunt-race" ./broken/zoo/realhunt
   shrink=()
   [ "$kind" = caught ] && shrink=(-storesim "$out/bin/storesim")
   "$out/bin/realhunt" swarm -starts 0,10000,20000,30000,40000 -limit "$n" "${shrink[@]}" >>"$results"
@@ -67,10 +69,11 @@ meta = {
     "commands": [
         "scripts/zoo.sh                      # all of the below, then docs/ZOO.md",
         "STORESIM_ZOO=1 go test -count=1 ./broken/zoo   # every caught bug is caught, names its rule",
-        "go test -tags zoo_<name> ./broken/zoo -run '^TestSwarmFinds$' -v   # one bug",
-        "go build -tags zoo_<name> -o storesim ./cmd/storesim",
-        "go build -tags zoo_<name> -o realhunt ./broken/zoo/realhunt",
-        "go build -race -tags zoo_<name> -o realhunt-race ./broken/zoo/realhunt",
+        "ov=$(go run ./broken/zoo/realhunt overlay <name>)   # plants one bug: patched copies + overlay.json",
+        "go test -overlay $ov ./broken/zoo -run '^TestSwarmFinds$' -v   # one bug",
+        "go build -overlay $ov -o storesim ./cmd/storesim",
+        "go build -overlay $ov -o realhunt ./broken/zoo/realhunt",
+        "go build -race -overlay $ov -o realhunt-race ./broken/zoo/realhunt",
         f"realhunt swarm -starts 0,10000,20000,30000,40000 -limit {limit} -storesim storesim   # escapes: -limit {escape_limit}, no shrink",
         "storesim shrink --seed <first failing seed> --time 20s   # run by realhunt swarm",
         f"realhunt-race naive -budget {budget} -runs {naive_runs}   # escapes: -runs 1; each run a child process, GORACE=halt_on_error=1",

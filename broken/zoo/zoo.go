@@ -1,20 +1,30 @@
-// Package zoo is the bug zoo's test driver: the table of planted backend
-// bugs (each behind its own build tag zoo_<name>, see backend/zoo.go), the
-// rules the swarm is expected to name for each, and the swarm hunt that looks
-// for the first failing seed.
+// Package zoo is the bug zoo: the table of planted backend bugs, the rules
+// the swarm is expected to name for each, the patches that plant them, and
+// the swarm hunt that looks for the first failing seed.
+//
+// # How a bug is planted
+//
+// The backend under backend/ is the backend that ships: it carries no
+// planted bug. Each bug is a small patch against it,
+// patches/<name>.patch (`git diff` format, paths from the repository root).
+// [Overlay] applies one to throw-away copies of the files it touches and
+// writes an overlay file for `go build|test|run -overlay`; a binary built
+// with it carries that one bug, and [Planted] names it (the overlay adds a
+// file to this package that sets it). `go run ./broken/zoo/realhunt overlay
+// <name>` prints such an overlay's path. TestPatches proves in the normal
+// suite that every patch still applies, compiles and changes the build.
 //
 // # How a bug is hunted
 //
-// A planted bug exists only in a binary built with -tags zoo_<name>; such a
-// build reports it through backend.ZooBug. Inside that build, [HuntSwarm]
-// runs harness seeds in order from a start seed, as `storesim run` does, and
-// stops at the first seed whose verdict is not a pass. TestSwarmFinds does
-// that for the bug compiled in; TestZooCaught (untagged) builds and runs
-// TestSwarmFinds once per bug with `go test -tags zoo_<name>`.
+// Inside a build with a bug planted, [HuntSwarm] runs harness seeds in order
+// from a start seed, as `storesim run` does, and stops at the first seed
+// whose verdict is not a pass. TestSwarmFinds does that for the bug planted;
+// TestZooCaught (without an overlay) builds and runs TestSwarmFinds once per
+// bug with `go test -overlay`.
 //
 // Wall-clock measurements (time to detect, the naive stress test) live in
-// broken/zoo/realhunt and broken/zoo/realstress, because code
-// under backend/ may not read the clock or start goroutines.
+// broken/zoo/realhunt and broken/zoo/realstress, because the code they
+// measure may not read the clock or start goroutines.
 //
 // # Escapes
 //
@@ -31,7 +41,7 @@ import (
 
 // Bug is one planted bug.
 type Bug struct {
-	// Name is the tag suffix: build with -tags zoo_<Name>.
+	// Name names the patch: patches/<Name>.patch.
 	Name string
 	// Breaks is the SPEC rule of the backend the bug breaks.
 	Breaks string
@@ -53,7 +63,7 @@ func (b Bug) Caught() bool { return len(b.Trips) > 0 }
 // Accepts reports whether rule is one the bug may trip.
 func (b Bug) Accepts(rule string) bool { return slices.Contains(b.Trips, rule) }
 
-// Bugs is the zoo, caught bugs first. Each name has a backend/zoo_<name>.go
+// Bugs is the zoo, caught bugs first. Each name has a patches/<name>.patch
 // file (TestTable).
 var Bugs = []Bug{
 	{Name: "ended_at_results", Breaks: "B-ACCESS", What: "a batch whose results are folded counts as ENDED before its call has access evidence",
@@ -118,6 +128,13 @@ var Bugs = []Bug{
 	{Name: "drain_no_wait", Breaks: "D-DRAIN-1", What: "shutdown does not wait for the driver to drain",
 		Blind: "the driver's Shutdown marks the calls it stopped waiting for UNPROVABLE and labels them, so the shortcut stays safe"},
 }
+
+// planted is set by the file an [Overlay] adds to this package.
+var planted string
+
+// Planted names the bug planted in this build: "" unless it was built with
+// an [Overlay].
+func Planted() string { return planted }
 
 // Lookup finds a bug by name.
 func Lookup(name string) (Bug, bool) {

@@ -1,6 +1,7 @@
 package zoo
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/storesim/storesim/backend"
 	"github.com/storesim/storesim/fuzz/engine"
 )
 
@@ -18,20 +18,28 @@ import (
 // within a few seeds (docs/ZOO.md), so 2 000 is a wide margin.
 const swarmLimit = 2000
 
-// TestTable: one table entry per backend/zoo_<name>.go file and back; an
+// root is the repository root, seen from this package's directory.
+const root = "../.."
+
+// overlayRepro is the command that builds a package with bug name planted.
+func overlayRepro(cmd, name, pkg string) string {
+	return fmt.Sprintf(`go %s -overlay "$(go run ./broken/zoo/realhunt overlay %s)" %s`, cmd, name, pkg)
+}
+
+// TestTable: one table entry per patches/<name>.patch file and back; an
 // entry is either caught (rules it may trip, each a SPEC id or a harness
 // class) or an escape that says which check is missing.
 func TestTable(t *testing.T) {
 	const repro = "(repro: go test ./broken/zoo -run TestTable)"
-	files, err := filepath.Glob("../zoo_*.go")
+	files, err := filepath.Glob("patches/*")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var onDisk []string
 	for _, f := range files {
-		n := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "zoo_"), ".go")
-		if n != "off" && !strings.HasSuffix(f, "_test.go") {
-			onDisk = append(onDisk, n)
+		onDisk = append(onDisk, strings.TrimSuffix(filepath.Base(f), ".patch"))
+		if !strings.HasSuffix(f, ".patch") {
+			t.Errorf("%s: only <name>.patch files belong in patches/ %s", f, repro)
 		}
 	}
 	var names []string
@@ -57,25 +65,84 @@ func TestTable(t *testing.T) {
 	slices.Sort(names)
 	slices.Sort(onDisk)
 	if !slices.Equal(names, onDisk) || len(slices.Compact(slices.Clone(names))) != len(names) {
-		t.Fatalf("table %v\nfiles %v\nwant the same names, once each %s", names, onDisk, repro)
+		t.Fatalf("table %v\npatches %v\nwant the same names, once each %s", names, onDisk, repro)
 	}
 	if caught < 15 {
 		t.Fatalf("%d caught bugs in the zoo, want at least 15 %s", caught, repro)
 	}
 }
 
-// TestSwarmFinds hunts the bug compiled into this build: the swarm must find
-// a failing seed that names one of the bug's rules, and that seed must replay
-// to the same rule and trace hash. Without a zoo tag it proves the hunt
-// raises no false alarm on the correct backend. Escapes are hunted too and
+// TestPatches: every patch applies to the current backend, touches only its
+// non-test Go files, compiles, and changes the build: the package archive of
+// `go build -overlay` differs from the clean one. It only builds; the hunts
+// are TestZooCaught's.
+func TestPatches(t *testing.T) {
+	if Planted() != "" {
+		t.Skip("runs from a build without an overlay only")
+	}
+	build := func(t *testing.T, ov string) ([]byte, string, error) {
+		a := filepath.Join(t.TempDir(), "backend.a")
+		args := []string{"build", "-o", a}
+		if ov != "" {
+			args = append(args, "-overlay", ov)
+		}
+		cmd := exec.Command("go", append(args, "./backend")...)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, string(out), err
+		}
+		b, err := os.ReadFile(a)
+		return b, "", err
+	}
+	clean, out, err := build(t, "")
+	if err != nil {
+		t.Fatalf("the clean backend does not build: %v\n%s (repro: go build ./backend)", err, out)
+	}
+	cleanSum := sha256.Sum256(clean)
+	for _, b := range Bugs {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			repro := fmt.Sprintf("(repro: go test ./broken/zoo -run 'TestPatches/^%s$')", b.Name)
+			patch, err := os.ReadFile(filepath.Join(root, PatchPath(b.Name)))
+			if err != nil {
+				t.Fatalf("%v %s", err, repro)
+			}
+			files, err := Apply(root, patch)
+			if err != nil {
+				t.Fatalf("%s does not apply to the current backend: %v %s", PatchPath(b.Name), err, repro)
+			}
+			for path := range files {
+				if filepath.Dir(path) != "backend" || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+					t.Errorf("%s touches %s: a planted bug changes non-test Go files of backend/ only %s", PatchPath(b.Name), path, repro)
+				}
+			}
+			ov, err := Overlay(root, t.TempDir(), b.Name)
+			if err != nil {
+				t.Fatalf("%v %s", err, repro)
+			}
+			patched, out, err := build(t, ov)
+			switch {
+			case err != nil:
+				t.Fatalf("the backend with %s does not compile: %v\n%s\n%s", PatchPath(b.Name), err, out, repro)
+			case sha256.Sum256(patched) == cleanSum:
+				t.Fatalf("the backend with %s builds to the same archive as the clean one: the patch changes nothing %s", PatchPath(b.Name), repro)
+			}
+		})
+	}
+}
+
+// TestSwarmFinds hunts the bug planted in this build: the swarm must find a
+// failing seed that names one of the bug's rules, and that seed must replay
+// to the same rule and trace hash. Without an overlay it proves the hunt
+// raises no false alarm on the clean backend. Escapes are hunted too and
 // skipped with the reason the swarm is blind to them.
 func TestSwarmFinds(t *testing.T) {
-	name := backend.ZooBug()
-	repro := fmt.Sprintf("(repro: go test -tags zoo_%s ./broken/zoo -run '^TestSwarmFinds$' -v)", name)
+	name := Planted()
+	repro := fmt.Sprintf("(repro: %s -run '^TestSwarmFinds$' -v)", overlayRepro("test", name, "./broken/zoo"))
 	if name == "" {
 		repro = "(repro: go test ./broken/zoo -run '^TestSwarmFinds$')"
 		if h := HuntSwarm(0, 50, engine.Config{}); h.Found {
-			t.Fatalf("the untagged backend failed seed %d: %s %s", h.Seed, h.Detail, repro)
+			t.Fatalf("the clean backend failed seed %d: %s %s", h.Seed, h.Detail, repro)
 		}
 		return
 	}
@@ -106,15 +173,15 @@ func TestSwarmFinds(t *testing.T) {
 }
 
 // quickZoo is the part of the zoo the normal test run builds: one memory bug
-// and one outcome bug, enough to prove the tag mechanism end to end. The
+// and one outcome bug, enough to prove the overlay mechanism end to end. The
 // full zoo runs with STORESIM_ZOO=1 (and in scripts/zoo.sh).
 var quickZoo = []string{"outcome_is_end", "late_success", "nocut_key", "fault_as_miss"}
 
-// TestZooCaught builds the package once per planted bug (go test -tags
-// zoo_<name>) and runs TestSwarmFinds there.
+// TestZooCaught builds the package once per planted bug (go test -overlay)
+// and runs TestSwarmFinds there.
 func TestZooCaught(t *testing.T) {
-	if backend.ZooBug() != "" {
-		t.Skip("runs from the untagged build only")
+	if Planted() != "" {
+		t.Skip("runs from a build without an overlay only")
 	}
 	full := os.Getenv("STORESIM_ZOO") == "1"
 	for _, b := range Bugs {
@@ -122,14 +189,18 @@ func TestZooCaught(t *testing.T) {
 			continue
 		}
 		t.Run(b.Name, func(t *testing.T) {
-			cmd := exec.Command("go", "test", "-tags", "zoo_"+b.Name, "-run", "^TestSwarmFinds$", "-count=1", "-v", ".")
+			repro := fmt.Sprintf("(repro: %s -run '^TestSwarmFinds$' -v)", overlayRepro("test", b.Name, "./broken/zoo"))
+			ov, err := Overlay(root, t.TempDir(), b.Name)
+			if err != nil {
+				t.Fatalf("%v %s", err, repro)
+			}
+			cmd := exec.Command("go", "test", "-overlay", ov, "-run", "^TestSwarmFinds$", "-count=1", "-v", ".")
 			out, err := cmd.CombinedOutput()
-			repro := fmt.Sprintf("(repro: go test -tags zoo_%s ./broken/zoo -run '^TestSwarmFinds$' -v)", b.Name)
 			if err != nil {
 				t.Fatalf("%v:\n%s\n%s", err, out, repro)
 			}
 			if !strings.Contains(string(out), "planted bug "+b.Name) || !strings.Contains(string(out), "caught: seed") {
-				t.Fatalf("the tagged build did not hunt %s:\n%s\n%s", b.Name, out, repro)
+				t.Fatalf("the build with the overlay did not hunt %s:\n%s\n%s", b.Name, out, repro)
 			}
 		})
 	}

@@ -2,13 +2,16 @@
 // scripts/zoo.sh (it lives under a /real path because it reads the clock and
 // runs child processes):
 //
-//	realhunt swarm -starts 0,10000,… -limit N [-storesim BIN]  # in a -tags zoo_<name> build
-//	realhunt naive -budget 20s -runs 3                         # in a -race -tags zoo_<name> build
+//	realhunt overlay [-dir DIR] NAME                           # plants bug NAME: prints the overlay file's path
+//	realhunt swarm -starts 0,10000,… -limit N [-storesim BIN]  # in a build with -overlay
+//	realhunt naive -budget 20s -runs 3                         # in a -race build with -overlay
 //	realhunt render -in results.jsonl                          # writes docs/ZOO.md to stdout
 //	realhunt list                                              # every bug: name caught|escape
 //
-// swarm and naive print one JSON line (zoo.SwarmRecord,
-// zoo.NaiveRecord) for the bug compiled in. naive runs the stress test in
+// For example, `go build -overlay "$(realhunt overlay nocut_key)" -o
+// realhunt-nocut_key ./broken/zoo/realhunt` builds a realhunt that hunts
+// nocut_key. swarm and naive print one JSON line (zoo.SwarmRecord,
+// zoo.NaiveRecord) for the bug planted in the build (zoo.Planted). naive runs the stress test in
 // a child process of itself, so a panic on the runtime's executor or a -race
 // report (GORACE=halt_on_error=1, exit status 66) is timed and classified
 // instead of killing the measurement.
@@ -23,12 +26,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/storesim/storesim/backend"
 	"github.com/storesim/storesim/broken/zoo"
 	"github.com/storesim/storesim/broken/zoo/realstress"
 	"github.com/storesim/storesim/fuzz/engine"
@@ -40,6 +43,8 @@ func main() {
 	}
 	var err error
 	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "overlay":
+		err = overlay(args)
 	case "swarm":
 		err = swarm(args)
 	case "naive":
@@ -66,7 +71,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: realhunt swarm|naive|render [flags] (see the package doc)")
+	fmt.Fprintln(os.Stderr, "usage: realhunt overlay|swarm|naive|render|list [flags] (see the package doc)")
 	os.Exit(2)
 }
 
@@ -82,10 +87,32 @@ func emit(v any) error {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func planted() (string, error) {
-	if backend.ZooBug() == "" {
-		return "", errors.New("no planted bug in this build: build with -tags zoo_<name>")
+	if zoo.Planted() == "" {
+		return "", errors.New(`no planted bug in this build: build with -overlay "$(realhunt overlay <name>)"`)
 	}
-	return backend.ZooBug(), nil
+	return zoo.Planted(), nil
+}
+
+// overlay plants a bug: it writes the patched backend files and the overlay
+// file (zoo.Overlay) and prints the overlay file's path.
+func overlay(args []string) error {
+	fs := flag.NewFlagSet("overlay", flag.ExitOnError)
+	dir := fs.String("dir", "", "where to write the overlay (default: storesim-zoo/NAME in the temporary directory)")
+	root := fs.String("root", ".", "the repository root")
+	fs.Parse(args)
+	if fs.NArg() != 1 {
+		return errors.New("usage: realhunt overlay [-dir DIR] [-root ROOT] NAME")
+	}
+	name := fs.Arg(0)
+	if *dir == "" {
+		*dir = filepath.Join(os.TempDir(), "storesim-zoo", name)
+	}
+	path, err := zoo.Overlay(*root, *dir, name)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Println(path)
+	return err
 }
 
 func swarm(args []string) error {

@@ -6,7 +6,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/storesim/storesim/backend"
+	"github.com/storesim/storesim/broken/zoo"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -15,8 +15,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // nothing, naive or arena, while doing real work. Run it with -race.
 func TestNoFalseAlarm(t *testing.T) {
 	const repro = "(repro: go test -race ./broken/zoo/realstress -run TestNoFalseAlarm)"
-	if backend.ZooBug() != "" {
-		t.Skipf("build carries planted bug %s", backend.ZooBug())
+	if zoo.Planted() != "" {
+		t.Skipf("build carries planted bug %s", zoo.Planted())
 	}
 	rep := Run(Options{Duration: 2 * time.Second, Seed: 1})
 	t.Logf("%d ops in %d rounds, %v", rep.Ops, rep.Rounds, rep.Elapsed)
@@ -34,9 +34,9 @@ func TestNoFalseAlarm(t *testing.T) {
 // only logs, because finding it is what docs/ZOO.md measures, not a
 // property of this package.
 func TestFindsPlanted(t *testing.T) {
-	if backend.ZooBug() == "" {
-		t.Skip("needs a zoo build: go test -race -tags zoo_<name> ./broken/zoo/realstress -run TestFindsPlanted -v")
+	if zoo.Planted() == "" {
+		t.Skip(`needs a bug planted: go test -race -overlay "$(go run ./broken/zoo/realhunt overlay <name>)" ./broken/zoo/realstress -run TestFindsPlanted -v`)
 	}
 	rep := Run(Options{Duration: 5 * time.Second, Seed: 1})
-	t.Logf("%s: naive %v, arena %v, %d ops, %d rounds", backend.ZooBug(), rep.Naive, rep.Arena, rep.Ops, rep.Rounds)
+	t.Logf("%s: naive %v, arena %v, %d ops, %d rounds", zoo.Planted(), rep.Naive, rep.Arena, rep.Ops, rep.Rounds)
 }
