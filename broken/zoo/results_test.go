@@ -21,8 +21,8 @@ func TestRender(t *testing.T) {
 		NaiveRecord{Kind: "naive", Bug: "late_success", BudgetMS: 1000, Runs: []NaiveRun{{Check: "outcome", AtMS: 100}, {Check: "data", AtMS: 300, ArenaCheck: "S-NO-LATE-ACCESS", ArenaMS: 50}, {}}},
 		SwarmRecord{Kind: "swarm", Bug: "marks_shift", Limit: 9, Hunts: hunts[:1]},
 		NaiveRecord{Kind: "naive", Bug: "marks_shift", BudgetMS: 1000, Runs: []NaiveRun{{}}},
-		SwarmRecord{Kind: "swarm", Bug: "publish_rewrites_present", Limit: 9, Hunts: hunts[2:]},
-		NaiveRecord{Kind: "naive", Bug: "publish_rewrites_present", BudgetMS: 1000, Runs: []NaiveRun{{}}},
+		SwarmRecord{Kind: "swarm", Bug: "indoubt_ignored", Limit: 9, Hunts: hunts[2:]},
+		NaiveRecord{Kind: "naive", Bug: "indoubt_ignored", BudgetMS: 1000, Runs: []NaiveRun{{}}},
 		MetaRecord{Kind: "meta", NProc: 2, GoVersion: "go1.x", Commands: []string{"scripts/zoo.sh"}},
 	}
 	var in strings.Builder
@@ -48,7 +48,7 @@ func TestRender(t *testing.T) {
 	for _, want := range []string{
 		"| late_success | B-OUTCOME | S-MARKS (2/3 found) | 3 | 10 ms | 100 → 4 (S-MARKS) | outcome, data (2/3) | 300 ms | 100 ms | 30× |",
 		"| marks_shift | S-MARKS | S-MARKS (1/1 found) | 3 | 10 ms | n/a | nothing in 1×1000 ms | — | — | > 100× |",
-		"| publish_rewrites_present | B-PUBLISH |",
+		"| indoubt_ignored | S-HOLD |",
 		"nothing in 1×9 seeds",
 		"| ended_at_results | B-ACCESS | not measured |",
 		"scripts/zoo.sh",
