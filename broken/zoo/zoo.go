@@ -120,7 +120,7 @@ var Bugs = []Bug{
 	{Name: "slot_leak_refused", Breaks: "B-BOUND", What: "a refused submit never gives its in-flight slot back",
 		Trips: []string{"B-PROGRESS", "B-BOUND"}},
 	{Name: "indoubt_ignored", Breaks: "S-HOLD", What: "an in-doubt registration is treated as refused, so its regions are never reported",
-		Blind: "the reference model checks every in-doubt region's label (B-SHUT), but the swarm's workloads almost never produce an in-doubt registration (none in 300 seeds)"},
+		Blind: "the reference model requires region:<label>:in-doubt for every in-doubt region (B-SHUT), but the memory drivers label their own in-doubt regions at shutdown, and the union hides the omission: the bug shows only when the driver closed the region itself (about 1 seed in 170)"},
 	{Name: "bindings_dropped", Breaks: "B-SHUT", What: "earlier bindings are forgotten when a later registration fails",
 		Trips: []string{"B-SHUT"}},
 	{Name: "submit_error_no_escape", Breaks: "D-SUB-2", What: "a Submit error that is not a sentinel is taken as \"nothing escaped\"",

@@ -183,7 +183,7 @@ func TestJSONShape(t *testing.T) {
 		if !slices.Equal(ks, wantKeys) || r["type"] != "seed" || r["seed"] != float64(10+i) || !hexHash.MatchString(r["trace_hash"].(string)) {
 			t.Fatalf("record %d: %v, want keys %v, seed %d, a 16-digit hex trace_hash %s", i, r, wantKeys, 10+i, repro(t))
 		}
-		wantRepro := fmt.Sprintf("storesim replay --seed %d --driver memory --profile calm --ops 30", 10+i)
+		wantRepro := fmt.Sprintf("storesim replay --seed %d --driver mixed --profile calm --ops 30", 10+i)
 		if r["repro"] != wantRepro {
 			t.Fatalf("record %d: repro %q, want %q %s", i, r["repro"], wantRepro, repro(t))
 		}

@@ -37,7 +37,7 @@ type genFlags struct {
 var driverFactory func(name string, env registry.Env) (drivers.Driver, error)
 
 func (g *genFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&g.driver, "driver", "memory", "driver of every endpoint (see storesim drivers)")
+	fs.StringVar(&g.driver, "driver", workload.Mixed, "driver of every endpoint (see storesim drivers); mixed draws memory or together per endpoint from the seed")
 	fs.StringVar(&g.profile, "profile", string(engine.Default), "fault profile: calm (no faults), default (a swarm fault mix per seed), evicting (swarm faults on an evicting store)")
 	fs.IntVar(&g.ops, "ops", 100, "generated ops per seed")
 	fs.Uint64Var(&g.maxSteps, "max-steps", 0, "scheduler events per run before it counts as a livelock, a liveness failure (default 5000000)")
@@ -70,6 +70,9 @@ func (g *genFlags) runConfig(c engine.Config) engine.Config {
 
 // checkDriver accepts the simulated drivers of the registry.
 func checkDriver(name string) error {
+	if name == workload.Mixed {
+		return nil
+	}
 	for _, n := range registry.Names() {
 		if n == name {
 			return nil

@@ -64,7 +64,7 @@ func ParseProfile(s string) (Profile, error) {
 
 // Config shapes a run. Zero fields take defaults.
 type Config struct {
-	Driver  string  // driver of every generated endpoint (default "memory")
+	Driver  string  // driver of every generated endpoint (default workload.Mixed: memory or together per endpoint)
 	Profile Profile // default Default
 	Ops     int     // generated ops (default 100)
 	// LinTimeout bounds the porcupine check (default 10 s); a timeout is
@@ -84,7 +84,7 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.Driver == "" {
-		c.Driver = "memory"
+		c.Driver = workload.Mixed
 	}
 	if c.Profile == "" {
 		c.Profile = Default
@@ -107,7 +107,14 @@ func Plan(seed uint64, cfg Config) *workload.Log {
 	gen := workload.GenConfig{Ops: cfg.Ops, Driver: cfg.Driver, Evicting: cfg.Profile == Evicting}
 	if cfg.Profile != Calm {
 		gen.Faults = func(seed uint64, endpoint string) []string {
-			mix := memdriver.Swarm(sim.SubSeed(seed, "faults/"+endpoint)).String()
+			m := memdriver.Swarm(sim.SubSeed(seed, "faults/"+endpoint))
+			// A registration that fails, and whose rollback fails too, leaves
+			// regions in doubt (D-TOG-2): rare in the swarm's mix, so one
+			// endpoint in ten is given registration trouble on purpose.
+			if sim.NewRand(sim.SubSeed(seed, "faults/registration/"+endpoint)).Chance(0.1) {
+				m.TogetherFail, m.RollbackFail = 0.5, 0.8
+			}
+			mix := m.String()
 			if mix == "" {
 				return nil
 			}

@@ -119,7 +119,7 @@ func TestReportNamesRuleAndRepro(t *testing.T) {
 		var b strings.Builder
 		res.WriteReport(&b)
 		out := b.String()
-		want := fmt.Sprintf("repro: storesim replay --seed %d --driver memory --profile calm --ops 100", seed)
+		want := fmt.Sprintf("repro: storesim replay --seed %d --driver mixed --profile calm --ops 100", seed)
 		if !strings.Contains(out, res.Rule()) || !strings.Contains(out, want) {
 			t.Fatalf("report lacks the rule %q or %q:\n%s (repro: go test ./fuzz/engine -run TestReportNamesRuleAndRepro)", res.Rule(), want, out)
 		}

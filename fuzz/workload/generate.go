@@ -12,7 +12,9 @@ type GenConfig struct {
 	// Ops is the number of publish/fetch/cancel ops (default 100); final
 	// shutdown ops come on top.
 	Ops int
-	// Driver names every endpoint's driver (default "memory").
+	// Driver names every endpoint's driver (default "memory"). Mixed draws
+	// each endpoint's driver from the seed: "memory" or "together", so one
+	// swarm covers both ways of registering.
 	Driver string
 	// Evicting selects the evicting store profile.
 	Evicting bool
@@ -41,6 +43,23 @@ func (c GenConfig) withDefaults() GenConfig {
 	return c
 }
 
+// Mixed is the GenConfig.Driver that draws every endpoint's driver from
+// the seed.
+const Mixed = "mixed"
+
+// endpointDriver is an endpoint's driver: cfg's, or for Mixed a draw of its
+// own (a stream apart, so the rest of the workload is what it would be with
+// either driver).
+func endpointDriver(seed uint64, driver, name string) string {
+	if driver != Mixed {
+		return driver
+	}
+	if sim.NewRand(sim.SubSeed(seed, "workload/driver/"+name)).Chance(0.5) {
+		return "together"
+	}
+	return "memory"
+}
+
 // Generate derives a workload from a seed: endpoints, their capabilities and
 // memory, overlapping publishes and fetches with keys repeated inside and
 // across views, cancels at random points, an occasional mid-flight shutdown,
@@ -59,7 +78,7 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 	for i := range nEnd {
 		e := Endpoint{
 			Name:         string(rune('A' + i)),
-			Driver:       cfg.Driver,
+			Driver:       endpointDriver(seed, cfg.Driver, string(rune('A'+i))),
 			MaxRows:      1 + r.Intn(6),
 			AbsentIsMiss: r.Chance(0.6),
 			InFlight:     1 + r.Intn(6),
