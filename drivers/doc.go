@@ -5,7 +5,7 @@
 // It plays the part database/sql/driver plays for database/sql: a driver
 // implements [Driver] (and optionally [TogetherRegisterer]); a backend only
 // ever talks to that interface. Every method documents its duties with the
-// rule ids of ../shared/SPEC.md (D-…), which the contract monitor, the
+// rule ids of docs/SPEC.md (D-…), which the contract monitor, the
 // conformance suite and every failure report cite.
 //
 // # Data model

@@ -175,15 +175,15 @@ var table = [count]Rule{
 	DShut2:  {Name: "D-SHUT-2", Class: Contract, Section: "§2 shutdown", Title: "shutdown is idempotent: a second call retries and returns what is still held"},
 	DQuar:   {Name: "D-QUAR", Class: Contract, Section: "§2 quarantine", Title: "after an in-doubt (un)registration the driver refuses registrations and submissions"},
 
-	BSubmit:  {Name: "B-SUBMIT", Class: Safety, Section: "§3 backend", Title: "admission is synchronous and whole; after admission nothing panics or errors to the caller"},
-	BCut:     {Name: "B-CUT", Class: Safety, Section: "§3 backend", Title: "masked-in rows are cut in view order at MaxRowsPerOp or a repeated key; lookups alike"},
-	BBound:   {Name: "B-BOUND", Class: Safety, Section: "§3 backend", Title: "calls in flight and batches queued stay within their bounds; the unprovable gauge is honest"},
+	BSubmit:  {Name: "B-SUBMIT", Class: Safety, Section: "§3 backend", Title: "admission is synchronous and whole, refused exactly when the contract says; after admission nothing panics or errors to the caller"},
+	BCut:     {Name: "B-CUT", Class: Safety, Section: "§3 backend", Title: "masked-in rows are cut in view order at MaxRowsPerOp or a repeated key and dispatched in admission order; lookups and Submits carry exactly their batch's rows"},
+	BBound:   {Name: "B-BOUND", Class: Safety, Section: "§3 backend", Title: "calls in flight and batches queued stay within their bounds; Stats' gauges equal what the calls say"},
 	BFetch:   {Name: "B-FETCH", Class: Safety, Section: "§3 backend", Title: "fetch folding: OK served, MISS not, any fault or lookup error fails the whole attempt"},
 	BPublish: {Name: "B-PUBLISH", Class: Safety, Section: "§3 backend", Title: "publish folding: present served without a put, declined re-checked, any fault fails"},
-	BOutcome: {Name: "B-OUTCOME", Class: Safety, Section: "§3 backend", Title: "an outcome is committed once; the first wins"},
+	BOutcome: {Name: "B-OUTCOME", Class: Safety, Section: "§3 backend", Title: "an outcome is committed once and the first wins; a failure stops the rest of the attempt"},
 	BAccess:  {Name: "B-ACCESS", Class: Safety, Section: "§3 backend", Title: "an attempt is ENDED when every call ended, UNPROVABLE as soon as one is"},
 	BCancel:  {Name: "B-CANCEL", Class: Safety, Section: "§3 backend", Title: "cancel drops queued batches, forwards one cancel per in-flight call, never blocks"},
-	BShut:    {Name: "B-SHUT", Class: Safety, Section: "§3 backend", Title: "shutdown closes, drains to a deadline, releases what is free and labels the rest"},
+	BShut:    {Name: "B-SHUT", Class: Safety, Section: "§3 backend", Title: "shutdown closes, drains to a deadline, releases what is free and labels exactly what is still held"},
 	BDet:     {Name: "B-DET", Class: Safety, Section: "§3 backend", Title: "the backend starts no goroutines, sleeps nowhere, reads no wall clock"},
 
 	SRelease:      {Name: "S-RELEASE", Class: Safety, Section: "§4 lender", Title: "a slot goes back only after outcome committed and access ENDED"},
@@ -194,7 +194,7 @@ var table = [count]Rule{
 	SLin:       {Name: "S-LIN", Class: Safety, Section: "§5 checks", Title: "the history of row results linearizes against the reference store model"},
 	LiveHang:   {Name: "liveness", Class: Liveness, Section: "§5 checks", Title: "at quiescence every attempt has an outcome and evidence and every drain returned"},
 	BProgress:  {Name: "B-PROGRESS", Class: Liveness, Section: "§5 checks", Title: "at every quiescent point before shutdown, the backend is not idle while it could act"},
-	BModel:     {Name: "B-MODEL", Class: Safety, Section: "§5 checks", Title: "the backend's outcomes, cuts, cancels, releases and labels equal the reference model's"},
+	BModel:     {Name: "B-MODEL", Class: Safety, Section: "§5 checks", Title: "the backend's outcomes, served sets, cuts, cancels, access, releases and labels equal the reference model's"},
 	HarnessErr: {Name: "harness", Class: Harness, Section: "§5 checks", Title: "the framework could not set up or finish the run (not a verdict on the code under test)"},
 }
 
