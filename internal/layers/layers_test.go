@@ -2,8 +2,13 @@ package layers
 
 import (
 	"fmt"
-	"os/exec"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -85,25 +90,50 @@ func sameGroup(a, b string) bool {
 	return top(a) == top(b)
 }
 
-// listDeps runs go list on the module: package → direct imports of the
-// project by its non-test files. Test files may reach up: an external test
-// package is a client of what it tests, like etcd's rafttest.
+// listDeps reads the module's tree: package (relative to the module root)
+// → the project packages its non-test files import. Test files may reach
+// up: an external test package is a client of what it tests, like etcd's
+// rafttest. It parses the files itself (go/parser, imports only) rather than
+// run go list, so go test's cache sees every file it read and a new import
+// is never judged from a stale cached pass.
 func listDeps(t *testing.T) map[string][]string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"/...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
+	root := "../.."
 	deps := map[string][]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Fields(line)
-		pkg := rel(f[0])
-		deps[pkg] = nil
-		for _, imp := range f[1:] {
-			if r := rel(imp); r != imp && r != pkg {
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		dir, _ := filepath.Rel(root, filepath.Dir(path))
+		pkg := filepath.ToSlash(dir)
+		if _, ok := deps[pkg]; !ok {
+			deps[pkg] = nil
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if r := rel(p); r != p && r != pkg && !slices.Contains(deps[pkg], r) {
 				deps[pkg] = append(deps[pkg], r)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("reading the tree: %v", err)
 	}
 	return deps
 }
