@@ -16,10 +16,10 @@ import (
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/redisdriver"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/fuzz/engine"
 	"github.com/storesim/storesim/fuzz/registry"
 	"github.com/storesim/storesim/fuzz/workload"
-	"github.com/storesim/storesim/model"
 )
 
 // genFlags are the flags that shape generated runs (run, replay --seed,
@@ -417,13 +417,13 @@ func classOf(r *engine.Result) string {
 	}
 	f := r.Failures[0]
 	switch {
-	case f.Class == model.Liveness:
+	case f.Class == rules.Liveness:
 		return "liveness"
-	case f.Rule == "S-LIN":
+	case f.Rule == rules.SLin:
 		return "linearizability"
-	case f.Rule == "S-NO-LATE-ACCESS" || f.Rule == "D-ACCESS-END" || f.Rule == "D-SUB-6":
+	case f.Rule == rules.SNoLateAccess || f.Rule == rules.DAccessEnd || f.Rule == rules.DSub6:
 		return "memory"
-	case strings.HasPrefix(f.Rule, "D-") || f.Rule == "capabilities":
+	case f.Rule.Class() == rules.Contract: // the D- rules and capabilities
 		return "contract"
 	}
 	return "backend"
@@ -431,7 +431,7 @@ func classOf(r *engine.Result) string {
 
 func record(r *engine.Result) seedRecord {
 	rec := seedRecord{Type: "seed", Seed: r.Seed, TraceHash: fmt.Sprintf("%016x", r.TraceHash), Verdict: string(r.Verdict),
-		Class: classOf(r), Rule: r.Rule(), Repro: reproOf(r), Steps: r.Steps, Failures: len(r.Failures), RealTime: r.RealTime}
+		Class: classOf(r), Rule: r.Rule().String(), Repro: reproOf(r), Steps: r.Steps, Failures: len(r.Failures), RealTime: r.RealTime}
 	if r.Err != nil {
 		rec.Error = r.Err.Error()
 	}

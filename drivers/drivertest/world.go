@@ -13,6 +13,8 @@ import (
 	"github.com/storesim/storesim/drivers/memdriver"
 	"github.com/storesim/storesim/drivers/monitor"
 	"github.com/storesim/storesim/drivers/monitor/realprobe"
+	"github.com/storesim/storesim/drivers/rules"
+	"github.com/storesim/storesim/fuzz/engine"
 	"github.com/storesim/storesim/model"
 	"github.com/storesim/storesim/sim"
 	"github.com/storesim/storesim/sim/arena"
@@ -40,12 +42,10 @@ type world struct {
 	store  *memdriver.Store   // nil for a real store
 	faults memdriver.FaultMix // what the driver was asked to inject
 
-	raw  drivers.Driver
-	mon  *monitor.Monitor
-	d    drivers.Driver // the monitored driver
+	ep   *engine.Endpoint // driver, contract monitor, history recorder: no lender, no backend
+	d    drivers.Driver   // the monitored driver
 	tog  drivers.TogetherRegisterer
 	caps drivers.Capabilities
-	rec  *model.Recorder
 	pc   *PairCounter
 
 	kick        chan struct{}
@@ -69,7 +69,7 @@ type world struct {
 	draining  bool              // re-poll Drain from callbacks until done
 	drainDone bool
 	shut      bool
-	findings  []finding
+	findings  []rules.Violation
 	extPuts   bool     // objects were put behind the recorder's back: skip S-LIN
 	gaps      []string // checks that could not conclude (a timed-out S-LIN)
 	nkey      int
@@ -114,19 +114,37 @@ func newWorld(c *certifier, g *group, cs *caseDef, seed uint64, directed bool) (
 		}
 		w.store = st
 	}
-	w.rec = model.NewRecorder(model.RecorderOptions{Seed: seed})
-	raw, err := safeNew(c.h, Env{RT: w.rt, Store: w.store, Name: "dt", Caps: c.requestCaps(cs.caps), Faults: cs.faults})
+	ep, err := engine.NewEndpoint(engine.EndpointOptions{
+		Name: "dt", RT: w.rt, Store: w.store, Caps: c.requestCaps(cs.caps), Faults: cs.faults, Seed: seed,
+		New:       func(_ string, env Env) (drivers.Driver, error) { return safeNew(c.h, env) },
+		Monitor:   monitor.Options{Truth: w.truth},
+		Tune:      w.tune,
+		Observers: []monitor.Observer{w.pc},
+	})
 	if err != nil {
 		if w.rtr != nil {
 			w.rtr.Close()
 		}
+		var ee *engine.EndpointError
+		if errors.As(err, &ee) {
+			err = ee.Err
+		}
 		return nil, err
 	}
-	w.raw = raw
+	w.ep = ep
+	w.d = ep.Monitor.Driver()
+	w.tog, _ = w.d.(drivers.TogetherRegisterer)
+	w.caps = ep.Monitor.Capabilities()
+	return w, nil
+}
+
+// tune fits the monitor to the driver built: the faults it really injects
+// excuse a FETCH FAULT of an absent key, and a driver that cannot report
+// its own lock gets the bounded lock probe.
+func (w *world) tune(raw drivers.Driver, opts *monitor.Options) {
 	if f, ok := raw.(interface{ Faults() memdriver.FaultMix }); ok {
 		w.faults = f.Faults() // what it really injects (a driver may raise rates)
 	}
-	opts := monitor.Options{Clock: w.rt, Seed: seed, Observers: []monitor.Observer{w.rec, w.pc}, Truth: w.truth}
 	// Without AbsentIsMiss a FETCH of an absent key may FAULT (the driver
 	// promises nothing about absent keys), so FAULT is then excused like an
 	// injected fault; the monitor's D-MISS-HONEST check does not look at the
@@ -135,7 +153,7 @@ func newWorld(c *certifier, g *group, cs *caseDef, seed uint64, directed bool) (
 	opts.Injected = func(drivers.CallID, int) bool { return injected }
 	_, prober := raw.(monitor.LockProber)
 	switch {
-	case c.h.RealTime:
+	case w.c.h.RealTime:
 		opts.LockProbe = realprobe.LockProbe(0)
 		opts.CancelBound = realprobe.Stopwatch(0)
 	case !prober:
@@ -143,11 +161,6 @@ func newWorld(c *certifier, g *group, cs *caseDef, seed uint64, directed bool) (
 		// the monitor's read; the bounded probe turns that into D-CB-4.
 		opts.LockProbe = realprobe.LockProbe(0)
 	}
-	w.mon = monitor.Wrap(raw, opts)
-	w.d = w.mon.Driver()
-	w.tog, _ = w.d.(drivers.TogetherRegisterer)
-	w.caps = w.mon.Capabilities()
-	return w, nil
 }
 
 // schedOptions: the directed run uses a fixed, mild callback policy; each
@@ -171,14 +184,15 @@ func (w *world) injectsRowFaults() bool {
 
 func (w *world) storeEvent(e memdriver.StoreEvent) {
 	if e.Kind == memdriver.EventPut && e.By.Driver == "dt" {
-		w.rec.Put(w.rt.Now(), e.By.Call, e.By.Row, e.Key)
+		w.ep.Recorder.Put(w.rt.Now(), e.By.Call, e.By.Row, e.Key)
 	}
 }
 
 // fail records a violation the case itself found.
-func (w *world) fail(rule, format string, args ...any) {
+func (w *world) fail(rule rules.ID, format string, args ...any) {
+	v := rules.Violation{Rule: rule, Class: rule.Class(), Row: -1, At: w.rt.Now(), Seed: w.seed, Detail: fmt.Sprintf(format, args...)}
 	w.mu.Lock()
-	w.findings = append(w.findings, finding{rule: rule, text: rule + ": " + fmt.Sprintf(format, args...)})
+	w.findings = append(w.findings, v)
 	w.mu.Unlock()
 }
 
@@ -280,13 +294,14 @@ func (w *world) arena(label string, slots, slotBytes int) *arena.Arena {
 	}
 	w.mu.Lock()
 	w.arenas = append(w.arenas, a)
+	w.ep.AddArena(a)
 	w.mu.Unlock()
 	return a
 }
 
 func (w *world) onTouch(t arena.Touch) {
 	w.touches.Add(1)
-	w.rec.OnTouch(t)
+	w.ep.Recorder.OnTouch(t)
 }
 
 // slots hands out n fresh slots of a.
@@ -663,13 +678,13 @@ func (w *world) allEvidenced() bool {
 }
 
 // finish shuts the driver down (if the case did not), lets late events
-// run, and collects every check: the monitor's end-of-run checks, the
-// memory oracle, call liveness, S-LIN over the recorded history, and what
-// the case found itself.
-func (w *world) finish() (out []finding) {
+// run, and judges the run with engine.Check: the monitor's end-of-run
+// checks, the memory oracle, call liveness, what the case found itself and
+// — when nothing else failed — S-LIN over the recorded history.
+func (w *world) finish() (out []rules.Violation) {
 	defer func() {
 		if r := recover(); r != nil {
-			out = append(out, finding{rule: w.g.rule, text: fmt.Sprintf("%s: panic while shutting the driver down: %v", w.g.rule, r)})
+			out = append(out, rules.Violation{Rule: w.g.rule, Class: rules.Contract, Row: -1, Seed: w.seed, Detail: fmt.Sprintf("panic while shutting the driver down: %v", r)})
 		}
 		if w.rtr != nil {
 			w.rtr.Close()
@@ -688,39 +703,27 @@ func (w *world) finish() (out []finding) {
 	} else {
 		w.runFor(20 * time.Millisecond) // room for a callback after Shutdown (D-CB-5)
 	}
-	add := func(rule, text string) { out = append(out, finding{rule: rule, text: text}) }
-	for _, v := range w.mon.Finish() {
-		add(v.Rule, v.String())
-	}
-	for _, v := range w.rec.MemoryViolations(w.arenas...) {
-		add(v.Rule, v.String())
-	}
-	if idle {
-		for _, v := range w.rec.LivenessViolations(w.rt.Now()) {
-			add(v.Rule, v.String())
-		}
-	}
 	w.mu.Lock()
-	out = append(out, w.findings...)
+	found := append([]rules.Violation(nil), w.findings...)
 	w.mu.Unlock()
-	// S-LIN last, and only when nothing else failed: a violating history
-	// with many operations on one key is what makes porcupine slow
-	// (PERF-NOTES), and the run has already failed.
-	if !w.extPuts && len(out) == 0 {
-		profile := model.Durable
-		if w.c.h.Evicting {
-			profile = model.Evicting
-		}
-		res := model.Check(w.rec.History(), profile, linTimeout)
-		for _, v := range res.Violations(w.seed) {
-			add(v.Rule, v.String())
-		}
-		switch {
-		case res.Err != nil:
-			add("S-LIN", "S-LIN: the history could not be checked: "+res.Err.Error())
-		case res.Outcome == porcupine.Unknown:
-			w.gaps = append(w.gaps, fmt.Sprintf("the S-LIN check of case %s/%s seed %d timed out after %v", w.g.rule, w.cs.name, w.seed, linTimeout))
-		}
+	in := engine.CheckInput{
+		Endpoints: []*engine.Endpoint{w.ep}, Found: found,
+		Finished: true, Idle: idle, // Shutdown returned: no callback may come (D-CB-5)
+		At: w.rt.Now(), Seed: w.seed, Profile: model.Durable, LinTimeout: linTimeout, Lin: engine.LinIfClean,
+	}
+	if w.c.h.Evicting {
+		in.Profile = model.Evicting
+	}
+	if w.extPuts {
+		in.Lin = engine.LinSkip
+	}
+	res := engine.Check(in)
+	if res.Lin.Outcome == porcupine.Unknown && res.Lin.Err == nil {
+		w.gaps = append(w.gaps, fmt.Sprintf("the S-LIN check of case %s/%s seed %d timed out after %v", w.g.rule, w.cs.name, w.seed, linTimeout))
+	}
+	for _, v := range res.Violations {
+		v.Endpoint = "" // one driver per world
+		out = append(out, v)
 	}
 	return out
 }
