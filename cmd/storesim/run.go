@@ -448,6 +448,7 @@ type tally struct {
 	bar            *progress
 	start          time.Time
 	steps          uint64
+	crashes        int // harness errors that are not a bad op log
 }
 
 func newTally(o *runOpts, src *seedSource, stdout, stderr io.Writer) *tally {
@@ -473,6 +474,9 @@ func (t *tally) add(oc outcome) {
 		s.Unknown++
 	case engine.HarnessError:
 		s.HarnessError++
+		if !errors.Is(r.Err, engine.ErrBadLog) {
+			t.crashes++
+		}
 	}
 	mismatch := oc.mismatch()
 	if mismatch {
@@ -527,13 +531,19 @@ func (t *tally) fail(err error) {
 	}
 }
 
+// exitCode is the run's exit code: the first of safety (1), liveness (3),
+// a harness crash (4), inconclusive (5), input and output errors (2).
 func (t *tally) exitCode() int {
 	s := &t.sum
 	switch {
-	case s.Safety > 0 || s.Unknown > 0 || s.Determinism > 0:
+	case s.Safety > 0 || s.Determinism > 0:
 		return exitSafety
 	case s.Liveness > 0:
 		return exitLiveness
+	case t.crashes > 0:
+		return exitHarness
+	case s.Unknown > 0:
+		return exitInconclusive
 	case s.HarnessError > 0 || t.writeErr != nil:
 		return exitUsage
 	}

@@ -181,7 +181,7 @@ func (r *run) setup() error {
 	for _, spec := range r.log.Endpoints {
 		ep, err := r.endpoint(spec)
 		if err != nil {
-			return fmt.Errorf("%w: endpoint %s: %w", ErrBadLog, spec.Name, err)
+			return fmt.Errorf("endpoint %s: %w", spec.Name, err)
 		}
 		r.eps = append(r.eps, ep)
 		r.byEp[spec.Name] = ep
@@ -207,17 +207,23 @@ func (r *run) storeEvent(e memdriver.StoreEvent) {
 	}
 }
 
-// endpoint builds the endpoint a log line declares, on the simulator.
+// endpoint builds the endpoint a log line declares, on the simulator. An
+// error is the log's (ErrBadLog: a bad fault line, region shape, backend
+// config, an unknown driver name) unless Config.Factory failed.
 func (r *run) endpoint(spec workload.Endpoint) (*Endpoint, error) {
 	mix, err := memdriver.ParseFaultMix(strings.Join(spec.Faults, "\n"))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrBadLog, err)
 	}
 	o := r.endpointOptions(spec)
 	o.RT, o.Sched, o.Store, o.Faults = r.s, r.s, r.store, mix
 	o.Recorder = model.RecorderOptions{Sequence: &r.seq, StoreLogComplete: true, Lookups: true}
 	o.Backend.DrainTimeout = time.Millisecond
-	return NewEndpoint(o)
+	ep, err := NewEndpoint(o)
+	if err != nil && (r.cfg.Factory == nil || !errors.Is(err, ErrDriver)) {
+		err = fmt.Errorf("%w: %w", ErrBadLog, err)
+	}
+	return ep, err
 }
 
 // endpointOptions is what a log's endpoint line says, in either mode.
