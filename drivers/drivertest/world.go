@@ -182,12 +182,6 @@ func (w *world) injectsRowFaults() bool {
 	return f.RowFault > 0 || f.ErrorBefore > 0 || f.ErrorAfter > 0 || f.WrongLength > 0 || f.Timeout > 0 || f.NeverEnds > 0
 }
 
-func (w *world) storeEvent(e memdriver.StoreEvent) {
-	if e.Kind == memdriver.EventPut && e.By.Driver == "dt" {
-		w.ep.Recorder.Put(w.rt.Now(), e.By.Call, e.By.Row, e.Key)
-	}
-}
-
 // fail records a violation the case itself found.
 func (w *world) fail(rule rules.ID, format string, args ...any) {
 	v := rules.Violation{Rule: rule, Class: rule.Class(), Row: -1, At: w.rt.Now(), Seed: w.seed, Detail: fmt.Sprintf(format, args...)}
@@ -214,75 +208,6 @@ func (w *world) chance(p float64, dflt bool) bool {
 		return dflt
 	}
 	return w.rnd.Chance(p)
-}
-
-// key returns a fresh key; on a real store it is made absent first when
-// the harness can.
-func (w *world) key() string {
-	w.mu.Lock()
-	w.nkey++
-	k := fmt.Sprintf("storesim-drivertest/%016x/k%d", w.seed, w.nkey)
-	w.mu.Unlock()
-	if w.store == nil && w.c.h.MakeAbsent != nil {
-		if err := w.c.h.MakeAbsent(k); err != nil {
-			w.skip("Harness.MakeAbsent failed: %v", err)
-		}
-		w.mu.Lock()
-		w.absent[k] = true
-		w.mu.Unlock()
-	}
-	return k
-}
-
-func (w *world) keys(n int) []string {
-	ks := make([]string, n)
-	for i := range ks {
-		ks[i] = w.key()
-	}
-	return ks
-}
-
-// truth is the monitor's Options.Truth and the cases' ground truth:
-// whether key is present, and whether that is known for sure.
-func (w *world) truth(key string) (present, known bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.truthLocked(key)
-}
-
-func (w *world) truthLocked(key string) (present, known bool) {
-	// A FETCH racing a PUBLISH of its key may linearize before or after it:
-	// what the store holds now says nothing about what that FETCH saw.
-	if w.pubOpen[key] > 0 || w.tainted[key] {
-		return false, false
-	}
-	if w.store != nil {
-		return w.store.Has(key), !w.store.Evicting()
-	}
-	switch {
-	case w.unknown[key]:
-		return false, false
-	case w.absent[key]:
-		return false, true
-	}
-	if _, ok := w.objects[key]; ok {
-		return true, !w.c.h.Evicting
-	}
-	return false, false
-}
-
-// object is the content the store holds under key, when known.
-func (w *world) object(key string) ([]byte, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if present, known := w.truthLocked(key); !known || !present {
-		return nil, false
-	}
-	if w.store != nil {
-		return w.store.Get(key)
-	}
-	obj := w.objects[key]
-	return obj, obj != nil
 }
 
 // arena makes region memory: every slot lent (so a touch of it is legal
@@ -507,56 +432,6 @@ func (w *world) react() {
 	}
 }
 
-// ended updates what is known of the store after a call's access ENDED.
-func (w *world) ended(ct *callT, res []drivers.Status) {
-	w.open(ct.b, -1)
-	if ct.b.Dir != drivers.Publish {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for i, r := range ct.b.Rows {
-		if w.store != nil || i >= len(res) {
-			continue
-		}
-		switch res[i] {
-		case drivers.OK:
-			if w.absent[r.Key] && w.pubOpen[r.Key] == 0 && !w.unknown[r.Key] {
-				w.objects[r.Key] = ct.content[i]
-			} else if _, ok := w.objects[r.Key]; !ok {
-				w.objects[r.Key] = nil
-			}
-			delete(w.absent, r.Key)
-			delete(w.unknown, r.Key)
-		case drivers.Fault, drivers.Pending:
-			if _, ok := w.objects[r.Key]; !ok {
-				w.unknown[r.Key] = true
-				delete(w.absent, r.Key)
-			}
-		}
-	}
-}
-
-// open counts a batch's keys as in flight (+1) or done (-1), and taints a
-// key whose FETCH and PUBLISH overlap.
-func (w *world) open(b drivers.RowBatch, delta int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, r := range b.Rows {
-		mine, other := w.fetchOpen, w.pubOpen
-		if b.Dir == drivers.Publish {
-			mine, other = w.pubOpen, w.fetchOpen
-		}
-		mine[r.Key] += delta
-		if delta > 0 && other[r.Key] > 0 {
-			w.tainted[r.Key] = true
-		}
-		if w.pubOpen[r.Key] <= 0 && w.fetchOpen[r.Key] <= 0 {
-			delete(w.tainted, r.Key)
-		}
-	}
-}
-
 // drain calls Drain through the monitor and tells the pair counter.
 func (w *world) drain() drivers.DrainStatus {
 	st := w.d.Drain()
@@ -589,92 +464,6 @@ func (w *world) shutdown() []string {
 	w.shut = true
 	w.mu.Unlock()
 	return labels
-}
-
-// step runs one scheduler event (simulated) or waits a little (real time).
-func (w *world) step() bool {
-	if w.sched != nil {
-		return w.sched.Step()
-	}
-	w.pause(time.Millisecond)
-	return true
-}
-
-// until steps (or waits, bounded) until cond holds.
-func (w *world) until(cond func() bool) bool {
-	if w.sched != nil {
-		for range maxSimSteps {
-			if cond() {
-				return true
-			}
-			if !w.sched.Step() {
-				return cond()
-			}
-		}
-		return cond()
-	}
-	deadline := w.rt.Now() + w.c.opts.Wait
-	for !cond() {
-		if w.rt.Now() > deadline {
-			return false
-		}
-		w.pause(time.Millisecond)
-	}
-	return true
-}
-
-func (w *world) pause(d time.Duration) {
-	ch := make(chan struct{})
-	t := w.rt.After(d, "drivertest poll", func() { close(ch) })
-	select {
-	case <-ch:
-	case <-w.kick:
-		t.Stop()
-	}
-}
-
-// runFor lets d of (virtual or real) time pass.
-func (w *world) runFor(d time.Duration) {
-	if w.sched != nil {
-		w.sched.RunUntil(w.sched.Now() + d)
-		return
-	}
-	end := w.rt.Now() + d
-	for w.rt.Now() < end {
-		w.pause(end - w.rt.Now())
-	}
-}
-
-// settle runs until every accepted call has access evidence (and, on the
-// simulator, nothing is runnable). It reports whether they all have.
-func (w *world) settle() bool {
-	if w.sched != nil {
-		_ = w.sched.RunUntilIdle(maxSimSteps)
-		return w.allEvidenced()
-	}
-	// Real time has no "nothing runnable": a driver that has not called back
-	// for quietFor is taken as quiet (a call that never ends stays pending).
-	w.lastKick.Store(int64(w.rt.Now()))
-	w.until(func() bool {
-		return (w.allEvidenced() && !w.reactQueued.Load()) || w.rt.Now()-time.Duration(w.lastKick.Load()) > quietFor
-	})
-	return w.allEvidenced()
-}
-
-// quietFor is how long a real-time driver may stay silent before a settle
-// takes it as quiet.
-const quietFor = 200 * time.Millisecond
-
-func (w *world) allEvidenced() bool {
-	w.mu.Lock()
-	calls := append([]*callT(nil), w.calls...)
-	w.mu.Unlock()
-	for _, ct := range calls {
-		if !ct.c.Access().Evidenced() {
-			return false
-		}
-	}
-	return true
 }
 
 // finish shuts the driver down (if the case did not), lets late events

@@ -229,6 +229,9 @@ func (rr *realRun) endpoint(spec workload.Endpoint) (*realEndpoint, error) {
 	o.Monitor = monitor.Options{LockProbe: realprobe.LockProbe(0), CancelBound: realprobe.Stopwatch(0)}
 	o.Backend.DrainTimeout = rr.rd.DrainTimeout
 	ep, err := NewEndpoint(o)
+	if err != nil && !errors.Is(err, ErrDriver) {
+		err = fmt.Errorf("%w: %w", ErrBadLog, err) // the factory failing is not the log's fault
+	}
 	if ep == nil {
 		return nil, err
 	}
