@@ -33,6 +33,7 @@ import (
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim"
 )
 
@@ -144,12 +145,12 @@ var ErrUnknown = errors.New("unknown broken driver")
 type Spec struct {
 	Name Name
 	// Rule is the SPEC id of the §7 row (the first when it lists two);
-	// "capabilities" for MaxRowsOffByOne.
-	Rule string
-	// Alt is the row's second id ("" when it lists one): the rule the fault
+	// "capabilities" (rules.DCaps) for MaxRowsOffByOne.
+	Rule rules.ID
+	// Alt is the row's second id (0 when it lists one): the rule the fault
 	// breaks when shown through the other API (e.g. D-TOG-1 for a leaky
 	// RegisterTogether).
-	Alt string
+	Alt rules.ID
 	// Fault is the §7 row's planted fault, in words.
 	Fault string
 	// Together: the driver is the TogetherDriver, so the fault can also be
@@ -169,42 +170,42 @@ type Spec struct {
 func (s Spec) RegistryName() string { return Prefix + string(s.Name) }
 
 var specs = []Spec{
-	{Name: LiesAboutAccess, Rule: "D-ACCESS-END", Fault: "reports ENDED, then writes the slot later"},
-	{Name: ForgetsUnprovable, Rule: "D-ACCESS", Fault: "client error mid-transfer reported as ENDED",
+	{Name: LiesAboutAccess, Rule: rules.DAccessEnd, Fault: "reports ENDED, then writes the slot later"},
+	{Name: ForgetsUnprovable, Rule: rules.DAccess, Fault: "client error mid-transfer reported as ENDED",
 		Provoke: memdriver.FaultMix{ErrorAfter: 0.3}},
-	{Name: CancelClaimsEnded, Rule: "D-CAN-2", Fault: "cancel marks access ENDED immediately"},
-	{Name: MissAsFault, Rule: "D-MISS-HONEST", Fault: "absent key → FAULT", AbsentIsMiss: true},
-	{Name: FaultAsMiss, Rule: "D-MISS-HONEST", Fault: "transport error → MISS",
+	{Name: CancelClaimsEnded, Rule: rules.DCan2, Fault: "cancel marks access ENDED immediately"},
+	{Name: MissAsFault, Rule: rules.DMissHonest, Fault: "absent key → FAULT", AbsentIsMiss: true},
+	{Name: FaultAsMiss, Rule: rules.DMissHonest, Fault: "transport error → MISS",
 		Provoke: memdriver.FaultMix{RowFault: 0.2}},
-	{Name: LookupOutageAsAbsent, Rule: "D-LOOK-2", Fault: `lookup error answered as "absent"`,
+	{Name: LookupOutageAsAbsent, Rule: rules.DLook2, Fault: `lookup error answered as "absent"`,
 		Provoke: memdriver.FaultMix{LookupError: 0.3}},
-	{Name: TouchesOnMiss, Rule: "D-STATUS", Fault: "writes the slot on MISS", AbsentIsMiss: true},
-	{Name: ShortReadOK, Rule: "D-STATUS", Fault: "size mismatch reported OK"},
-	{Name: ShortAnswer, Rule: "D-STATUS", Fault: "one result fewer than rows"},
-	{Name: ReorderedAnswer, Rule: "D-STATUS", Fault: "results out of row order", AbsentIsMiss: true},
-	{Name: OverwritesOnPublish, Rule: "D-SUB-4", Fault: "PUBLISH of a present key replaces it"},
-	{Name: TornPublish, Rule: "D-SUB-5", Fault: "key visible before all bytes written"},
-	{Name: AcceptsRepeatedKey, Rule: "D-BATCH-KEYS", Fault: "accepts a batch naming one key twice and writes the wrong slot"},
-	{Name: MaxRowsOffByOne, Rule: "capabilities", Fault: "declares N, fails at N"},
-	{Name: OutsideSlot, Rule: "D-SUB-6", Fault: "writes past the end of the slot"},
-	{Name: AcceptsOverlap, Rule: "D-REG-1", Fault: "registers overlapping memory"},
-	{Name: LeakyRegisterFailure, Rule: "D-REG-2", Alt: "D-TOG-1", Together: true,
+	{Name: TouchesOnMiss, Rule: rules.DStatus, Fault: "writes the slot on MISS", AbsentIsMiss: true},
+	{Name: ShortReadOK, Rule: rules.DStatus, Fault: "size mismatch reported OK"},
+	{Name: ShortAnswer, Rule: rules.DStatus, Fault: "one result fewer than rows"},
+	{Name: ReorderedAnswer, Rule: rules.DStatus, Fault: "results out of row order", AbsentIsMiss: true},
+	{Name: OverwritesOnPublish, Rule: rules.DSub4, Fault: "PUBLISH of a present key replaces it"},
+	{Name: TornPublish, Rule: rules.DSub5, Fault: "key visible before all bytes written"},
+	{Name: AcceptsRepeatedKey, Rule: rules.DBatchKeys, Fault: "accepts a batch naming one key twice and writes the wrong slot"},
+	{Name: MaxRowsOffByOne, Rule: rules.DCaps, Fault: "declares N, fails at N"},
+	{Name: OutsideSlot, Rule: rules.DSub6, Fault: "writes past the end of the slot"},
+	{Name: AcceptsOverlap, Rule: rules.DReg1, Fault: "registers overlapping memory"},
+	{Name: LeakyRegisterFailure, Rule: rules.DReg2, Alt: rules.DTog1, Together: true,
 		Fault:   "a refused registration leaves a piece registered",
 		Provoke: memdriver.FaultMix{RegisterRefused: 0.2, TogetherFail: 0.3}},
-	{Name: CloseByAddress, Rule: "D-REG-3", Fault: "closing a stale handle closes the new registration"},
-	{Name: UnregisterLies, Rule: "D-REG-4", Fault: "swallows an unregister failure and reports closed",
+	{Name: CloseByAddress, Rule: rules.DReg3, Fault: "closing a stale handle closes the new registration"},
+	{Name: UnregisterLies, Rule: rules.DReg4, Fault: "swallows an unregister failure and reports closed",
 		Provoke: memdriver.FaultMix{UnregisterFail: 0.5}},
-	{Name: RegistersAfterShutdown, Rule: "D-REG-5", Fault: "completes a registration racing shutdown"},
-	{Name: UnregistersBusy, Rule: "D-REG-6", Alt: "D-TOG-4", Fault: "unregisters a region a live call still uses"},
-	{Name: LostWakeup, Rule: "D-CB-2", Fault: "no callback for a call's final change"},
-	{Name: EarlySignal, Rule: "D-CB-1", Fault: "callback before the state changes"},
-	{Name: SignalUnderLock, Rule: "D-CB-4", Fault: "callback while holding its lock"},
-	{Name: SignalAfterShutdown, Rule: "D-CB-5", Fault: "callback after Shutdown returned"},
-	{Name: RegressingResult, Rule: "D-CB-3", Fault: "a final result or ENDED access changes",
+	{Name: RegistersAfterShutdown, Rule: rules.DReg5, Fault: "completes a registration racing shutdown"},
+	{Name: UnregistersBusy, Rule: rules.DReg6, Alt: rules.DTog4, Fault: "unregisters a region a live call still uses"},
+	{Name: LostWakeup, Rule: rules.DCB2, Fault: "no callback for a call's final change"},
+	{Name: EarlySignal, Rule: rules.DCB1, Fault: "callback before the state changes"},
+	{Name: SignalUnderLock, Rule: rules.DCB4, Fault: "callback while holding its lock"},
+	{Name: SignalAfterShutdown, Rule: rules.DCB5, Fault: "callback after Shutdown returned"},
+	{Name: RegressingResult, Rule: rules.DCB3, Fault: "a final result or ENDED access changes",
 		Provoke: memdriver.FaultMix{ErrorAfter: 0.3}},
-	{Name: BlockingCancel, Rule: "D-CAN-1", Fault: "cancel waits for the transfer"},
-	{Name: DrainLies, Rule: "D-DRAIN-1", Fault: "drain returns with calls pending"},
-	{Name: SilentShutdown, Rule: "D-SHUT-1", Fault: "no labels despite a failed unregister or unprovable call",
+	{Name: BlockingCancel, Rule: rules.DCan1, Fault: "cancel waits for the transfer"},
+	{Name: DrainLies, Rule: rules.DDrain1, Fault: "drain returns with calls pending"},
+	{Name: SilentShutdown, Rule: rules.DShut1, Fault: "no labels despite a failed unregister or unprovable call",
 		Provoke: memdriver.FaultMix{WrongLength: 0.1}},
 }
 

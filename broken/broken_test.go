@@ -11,6 +11,7 @@ import (
 	"github.com/storesim/storesim/broken"
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/fuzz/registry"
 	"github.com/storesim/storesim/sim"
 )
@@ -22,7 +23,7 @@ type scenario struct {
 	// via is the rule id the existing oracles report for this fault when
 	// none of them names the spec's own rule (see the package's report):
 	// then the case asserts via instead.
-	via string
+	via rules.ID
 	run func(w *world)
 }
 
@@ -74,7 +75,7 @@ var scenarios = map[broken.Name]scenario{
 		w.run()
 	}},
 	// short/0 holds half a slot: a size mismatch.
-	broken.ShortReadOK: {via: "S-LIN", run: func(w *world) {
+	broken.ShortReadOK: {via: rules.SLin, run: func(w *world) {
 		w.fetch("short/0")
 		w.run()
 	}},
@@ -87,7 +88,7 @@ var scenarios = map[broken.Name]scenario{
 		w.run()
 	}},
 	// Two publishes of one key with different objects, then a fetch.
-	broken.OverwritesOnPublish: {via: "S-LIN", run: func(w *world) {
+	broken.OverwritesOnPublish: {via: rules.SLin, run: func(w *world) {
 		w.publish("k/0")
 		w.run()
 		w.publish("k/0")
@@ -96,7 +97,7 @@ var scenarios = map[broken.Name]scenario{
 		w.run()
 	}},
 	// A fetch of the key as soon as it is visible.
-	broken.TornPublish: {via: "S-LIN", run: func(w *world) {
+	broken.TornPublish: {via: rules.SLin, run: func(w *world) {
 		w.publish("k/0")
 		w.stepUntil("k/0 is visible", func() bool { return w.store.Has("k/0") })
 		w.fetch("k/0")
@@ -218,12 +219,21 @@ var scenarios = map[broken.Name]scenario{
 
 // matches reports whether rule is the spec's rule, its second id, a rule of
 // its family (D-ACCESS-END is a D-ACCESS rule), or the scenario's via.
-func matches(spec broken.Spec, via, rule string) bool {
+func matches(spec broken.Spec, via, rule rules.ID) bool {
 	switch rule {
 	case spec.Rule, spec.Alt, via:
-		return rule != ""
+		return rule != 0
 	}
-	return strings.HasPrefix(rule, spec.Rule+"-")
+	return strings.HasPrefix(rule.String(), spec.Rule.String()+"-")
+}
+
+// lines prints violations one a line.
+func lines(vs []rules.Violation) string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.String()
+	}
+	return strings.Join(out, "\n")
 }
 
 // directedSeeds: every scenario runs on each seed, with callbacks delivered
@@ -253,19 +263,17 @@ func TestDirected(t *testing.T) {
 				sc.run(w)
 				vs := w.violations()
 				if seed == 0 {
-					t.Logf("%s caught as:\n%s", spec.Name, strings.Join(vs, "\n"))
+					t.Logf("%s caught as:\n%s", spec.Name, lines(vs))
 				}
-				if !slices.ContainsFunc(vs, func(v string) bool {
-					return matches(spec, sc.via, strings.SplitN(v, ":", 2)[0])
-				}) {
+				if !slices.ContainsFunc(vs, func(v rules.Violation) bool { return matches(spec, sc.via, v.Rule) }) {
 					t.Errorf("seed %d: %s (%s) was not caught on %s (via %q); violations:\n%s\n%s",
-						seed, spec.Name, spec.Fault, spec.Rule, sc.via, strings.Join(vs, "\n"), repro(t))
+						seed, spec.Name, spec.Fault, spec.Rule, sc.via, lines(vs), repro(t))
 				}
 				w = newWorld(t, spec, false, su)
 				w.register()
 				sc.run(w)
 				if vs := w.violations(); len(vs) > 0 {
-					t.Errorf("seed %d: the reference driver was flagged in %s's scenario:\n%s\n%s", seed, spec.Name, strings.Join(vs, "\n"), repro(t))
+					t.Errorf("seed %d: the reference driver was flagged in %s's scenario:\n%s\n%s", seed, spec.Name, lines(vs), repro(t))
 				}
 			}
 		})
@@ -286,7 +294,7 @@ func TestSpecs(t *testing.T) {
 			t.Errorf("%s listed twice %s", s.Name, repro(t))
 		}
 		seen[s.Name] = true
-		if s.Rule == "" || s.Fault == "" {
+		if !s.Rule.Valid() || s.Fault == "" {
 			t.Errorf("%s has no rule or fault %s", s.Name, repro(t))
 		}
 		for _, n := range []string{string(s.Name), s.RegistryName()} {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/storesim/storesim/broken"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/fuzz/engine"
 )
 
@@ -25,7 +26,7 @@ func TestSwarmTable(t *testing.T) {
 	}
 	for _, spec := range broken.All() {
 		fail, own := 0, 0
-		rules := map[string]int{}
+		counts := map[string]int{}
 		for seed := range uint64(*swarmSeeds) {
 			res := engine.RunSeed(seed, engine.Config{Driver: spec.RegistryName(), Profile: engine.Default})
 			if res.Verdict == engine.Pass {
@@ -33,24 +34,23 @@ func TestSwarmTable(t *testing.T) {
 			}
 			fail++
 			seen := map[string]bool{}
+			mine := false
 			for _, f := range res.Failures {
-				seen[f.Rule] = true
+				seen[f.Rule.String()] = true
+				mine = mine || matches(spec, 0, f.Rule)
 			}
 			if res.Err != nil {
 				seen["harness-error"] = true
 			}
 			for r := range seen {
-				rules[r]++
+				counts[r]++
 			}
-			for r := range seen {
-				if matches(spec, "", r) {
-					own++
-					break
-				}
+			if mine {
+				own++
 			}
 		}
 		var parts []string
-		for r, n := range rules {
+		for r, n := range counts {
 			parts = append(parts, fmt.Sprintf("%s:%d", r, n))
 		}
 		sort.Strings(parts)
@@ -65,27 +65,27 @@ func TestSwarmTable(t *testing.T) {
 // caught on 60 or more; the others show only in directed cases (the
 // backend never puts the driver in their situation, or the harness has no
 // ground truth for them).
-var swarmCaught = map[broken.Name]string{
-	broken.LiesAboutAccess:      "D-ACCESS-END",
-	broken.ForgetsUnprovable:    "D-ACCESS-END",
-	broken.CancelClaimsEnded:    "D-CAN-2",
-	broken.FaultAsMiss:          "S-LIN",
-	broken.TouchesOnMiss:        "D-STATUS",
-	broken.ShortAnswer:          "D-STATUS",
-	broken.ReorderedAnswer:      "D-STATUS",
-	broken.TornPublish:          "S-LIN",
-	broken.MaxRowsOffByOne:      "capabilities",
-	broken.OutsideSlot:          "D-SUB-6",
-	broken.LeakyRegisterFailure: "D-TOG-1",
-	broken.UnregisterLies:       "D-REG-4",
-	broken.LostWakeup:           "D-CB-2",
-	broken.EarlySignal:          "D-CB-1",
-	broken.SignalUnderLock:      "D-CB-4",
-	broken.SignalAfterShutdown:  "D-CB-5",
-	broken.RegressingResult:     "D-CB-3",
-	broken.BlockingCancel:       "D-CAN-1",
-	broken.DrainLies:            "D-DRAIN-1",
-	broken.SilentShutdown:       "D-SHUT-1",
+var swarmCaught = map[broken.Name]rules.ID{
+	broken.LiesAboutAccess:      rules.DAccessEnd,
+	broken.ForgetsUnprovable:    rules.DAccessEnd,
+	broken.CancelClaimsEnded:    rules.DCan2,
+	broken.FaultAsMiss:          rules.SLin,
+	broken.TouchesOnMiss:        rules.DStatus,
+	broken.ShortAnswer:          rules.DStatus,
+	broken.ReorderedAnswer:      rules.DStatus,
+	broken.TornPublish:          rules.SLin,
+	broken.MaxRowsOffByOne:      rules.DCaps,
+	broken.OutsideSlot:          rules.DSub6,
+	broken.LeakyRegisterFailure: rules.DTog1,
+	broken.UnregisterLies:       rules.DReg4,
+	broken.LostWakeup:           rules.DCB2,
+	broken.EarlySignal:          rules.DCB1,
+	broken.SignalUnderLock:      rules.DCB4,
+	broken.SignalAfterShutdown:  rules.DCB5,
+	broken.RegressingResult:     rules.DCB3,
+	broken.BlockingCancel:       rules.DCan1,
+	broken.DrainLies:            rules.DDrain1,
+	broken.SilentShutdown:       rules.DShut1,
 }
 
 // TestSwarm: each driver of swarmCaught fails a generated run on its rule

@@ -16,6 +16,7 @@ import (
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
 	"github.com/storesim/storesim/drivers/monitor"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/model"
 	"github.com/storesim/storesim/sim"
 	"github.com/storesim/storesim/sim/arena"
@@ -288,30 +289,23 @@ func (w *world) shutdown() []string {
 // violations runs every oracle: the contract monitors (Finish), the memory
 // oracle over both endpoints' arenas (S-NO-LATE-ACCESS, D-ACCESS-END,
 // D-SUB-6, D-STATUS) and the store model over the merged history (S-LIN).
-func (w *world) violations() []string {
+func (w *world) violations() []rules.Violation {
 	w.t.Helper()
 	if !w.down {
 		w.shutdown()
 	}
 	w.seedMon.Shutdown(context.Background())
 	w.run()
-	var out []string
-	for _, v := range append(w.mon.Finish(), w.seedMon.Finish()...) {
-		out = append(out, v.Rule+": monitor: "+v.String())
-	}
-	mem := append(w.rec.MemoryViolations(w.arenas...), w.seedRec.MemoryViolations(w.seedArenas...)...)
-	for _, v := range mem {
-		out = append(out, v.Rule+": memory: "+v.String())
-	}
+	out := append(w.mon.Finish(), w.seedMon.Finish()...)
+	out = append(out, w.rec.MemoryViolations(w.arenas...)...)
+	out = append(out, w.seedRec.MemoryViolations(w.seedArenas...)...)
 	h := append(w.seedRec.History(), w.rec.History()...)
 	sort.SliceStable(h, func(i, j int) bool { return h[i].Call < h[j].Call })
 	res := model.Check(h, model.Durable, 10*time.Second)
 	if res.Err != nil || res.Outcome == porcupine.Unknown {
 		w.t.Fatalf("S-LIN check did not decide: %v %s", res, repro(w.t))
 	}
-	for _, v := range res.Violations(0) {
-		out = append(out, v.Rule+": store model: "+v.String())
-	}
-	sort.Strings(out)
+	out = append(out, res.Violations(0)...)
+	rules.Sort(out)
 	return out
 }

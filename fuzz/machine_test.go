@@ -9,16 +9,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"pgregory.net/rapid"
 
 	"github.com/storesim/storesim/backend"
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
-	"github.com/storesim/storesim/drivers/monitor"
+	"github.com/storesim/storesim/fuzz/engine"
+	"github.com/storesim/storesim/fuzz/registry"
 	"github.com/storesim/storesim/model"
 	"github.com/storesim/storesim/model/lender"
 	"github.com/storesim/storesim/sim"
-	"github.com/storesim/storesim/sim/arena"
 )
 
 // machineRepro is how a failure of the state machine replays: rapid names
@@ -101,18 +102,12 @@ func (r *runtime) Wake(label string, fn func()) func() {
 	return r.Scheduler.Wake(label, fn)
 }
 
+// endpoint is what fuzz/engine builds, plus the memdriver behind it (the
+// fault action sets its rates).
 type endpoint struct {
-	name   string
-	cfg    backend.Config
-	drv    *memdriver.Driver
-	lender *lender.Lender
-	rec    *model.Recorder
-	mon    *monitor.Monitor
-	b      *backend.Backend
-	labels []string
-	regs   []string
-	asked  bool // Shutdown called
-	down   bool // Shutdown's done ran
+	*engine.Endpoint
+	name string
+	drv  *memdriver.Driver
 }
 
 // tracked is one admitted attempt and what the checks remember of it.
@@ -194,8 +189,7 @@ func (m *machine) newEndpoint(t *rapid.T, name string) *endpoint {
 		CanFetch:     true, CanPublish: true, CanCancel: true,
 	}
 	together := rapid.Bool().Draw(t, name+"/together")
-	ep.cfg = backend.Config{
-		Name:             name,
+	cfg := backend.Config{
 		MaxCallsInFlight: rapid.IntRange(1, 4).Draw(t, name+"/inflight"),
 		MaxQueuedCalls:   rapid.IntRange(1, 8).Draw(t, name+"/queued"),
 		MaxUnprovable:    rapid.IntRange(1, 4).Draw(t, name+"/unprovable"),
@@ -203,46 +197,36 @@ func (m *machine) newEndpoint(t *rapid.T, name string) *endpoint {
 	}
 	nRegs := rapid.IntRange(1, 2).Draw(t, name+"/regions")
 	mix := drawMix(t, name)
-
-	ep.rec = model.NewRecorder(model.RecorderOptions{Seed: m.seed, Sequence: &m.seq, StoreLogComplete: true})
 	var specs []lender.Spec
 	for j := range nRegs {
-		label := fmt.Sprintf("%s%d", name, j)
-		ep.regs = append(ep.regs, label)
-		specs = append(specs, lender.Spec{Label: label, Slots: machineSlots, SlotBytes: slotBytes})
+		specs = append(specs, lender.Spec{Label: fmt.Sprintf("%s%d", name, j), Slots: machineSlots, SlotBytes: slotBytes})
 	}
-	var err error
-	if ep.lender, err = lender.NewWithArenas(arena.Options{Clock: m.rt, OnTouch: ep.rec.OnTouch}, specs...); err != nil {
-		t.Fatalf("lender %s: %v %s", name, err, machineRepro)
+	newDriver := func(_ string, env registry.Env) (drivers.Driver, error) {
+		cfg := memdriver.Config{Name: env.Name, Caps: env.Caps, Faults: env.Faults}
+		var d drivers.Driver
+		if together {
+			td := memdriver.NewTogether(env.RT, env.Store, cfg)
+			ep.drv, d = td.Driver, td
+		} else {
+			ep.drv = memdriver.New(env.RT, env.Store, cfg)
+			d = ep.drv
+		}
+		if m.opts.wrap != nil {
+			d = m.opts.wrap(d)
+		}
+		return d, nil
 	}
-	cfg := memdriver.Config{Name: name, Caps: caps, Faults: mix}
-	var d drivers.Driver
-	if together {
-		td := memdriver.NewTogether(m.rt, m.store, cfg)
-		ep.drv, d = td.Driver, td
-	} else {
-		ep.drv = memdriver.New(m.rt, m.store, cfg)
-		d = ep.drv
-	}
-	m.rt.AddPending(name+"/driver", ep.drv.PendingCalls)
-	if m.opts.wrap != nil {
-		d = m.opts.wrap(d)
-	}
-	ep.mon = monitor.Wrap(d, monitor.Options{Clock: m.rt, Seed: m.seed, Observers: []monitor.Observer{ep.rec}})
-	ep.cfg.OnChange = ep.lender.OnChange
 	// A registration error (a drawn register fault) leaves a backend that
 	// refuses admission: still a run worth checking.
-	ep.b, _ = backend.New(m.rt, ep.mon.Driver(), ep.lender.Regions(), ep.cfg)
-	if ep.b == nil {
-		t.Fatalf("backend %s: refused a valid config %s", name, machineRepro)
-	}
-	m.rt.AddPending(name+"/backend", ep.b.Pending)
-	m.rt.AddPending(name+"/shutdown", func() []string {
-		if ep.asked && !ep.down {
-			return []string{"shutdown has not returned"}
-		}
-		return nil
+	var err error
+	ep.Endpoint, err = engine.NewEndpoint(engine.EndpointOptions{
+		Name: name, New: newDriver, RT: m.rt, Sched: m.rt.Scheduler, Store: m.store, Caps: caps, Faults: mix, Seed: m.seed,
+		Recorder: model.RecorderOptions{Sequence: &m.seq, StoreLogComplete: true},
+		Memory:   specs, Backend: cfg,
 	})
+	if err != nil {
+		t.Fatalf("endpoint %s: %v %s", name, err, machineRepro)
+	}
 	return ep
 }
 
@@ -260,7 +244,7 @@ func (m *machine) storeEvent(e memdriver.StoreEvent) {
 	}
 	for _, ep := range m.eps {
 		if ep.name == e.By.Driver {
-			ep.rec.Put(m.rt.Now(), e.By.Call, e.By.Row, e.Key)
+			ep.Recorder.Put(m.rt.Now(), e.By.Call, e.By.Row, e.Key)
 		}
 	}
 }
@@ -303,7 +287,7 @@ func (m *machine) valid() []string {
 func (m *machine) open() []*endpoint {
 	var out []*endpoint
 	for _, ep := range m.eps {
-		if !ep.asked {
+		if !ep.Asked {
 			out = append(out, ep)
 		}
 	}
@@ -321,26 +305,26 @@ func (m *machine) submit(t *rapid.T, dir drivers.Direction) {
 		keys[i] = fmt.Sprintf("k%d", rapid.IntRange(0, machineKeys-1).Draw(t, "key"))
 		mask[i] = rapid.IntRange(0, 7).Draw(t, "mask-out") != 7
 	}
-	loan, err := ep.lender.Lend(n)
+	loan, err := ep.Lender.Lend(n)
 	if err != nil {
 		return // every slot is lent or retained: a valid no-op
 	}
 	if dir == drivers.Publish {
 		m.publish++
 		for i := range n {
-			ep.lender.Fill(loan, i, content(m.seed, m.publish, i))
+			ep.Lender.Fill(loan, i, content(m.seed, m.publish, i))
 		}
 	}
 	// A view needs live bindings: after shutdown or a failed registration
 	// the lender cannot build one (a valid no-op).
-	v, err := loan.View(ep.b, keys, mask)
-	before := ep.b.Stats()
+	v, err := loan.View(ep.Backend, keys, mask)
+	before := ep.Backend.Stats()
 	var a *backend.Attempt
 	if err == nil {
 		if dir == drivers.Publish {
-			a, err = ep.b.Publish(v)
+			a, err = ep.Backend.Publish(v)
 		} else {
-			a, err = ep.b.Fetch(v)
+			a, err = ep.Backend.Fetch(v)
 		}
 		// B-SUBMIT: a refusal says which, and consumes nothing.
 		if err != nil && !errors.Is(err, backend.ErrSubmissionRejected) && !errors.Is(err, drivers.ErrInvalidSubmission) {
@@ -348,11 +332,11 @@ func (m *machine) submit(t *rapid.T, dir drivers.Direction) {
 		}
 	}
 	if err != nil {
-		if after := ep.b.Stats(); after.InFlight != before.InFlight || after.Queued != before.Queued || after.Calls != before.Calls {
+		if after := ep.Backend.Stats(); after.InFlight != before.InFlight || after.Queued != before.Queued || after.Calls != before.Calls {
 			t.Fatalf("B-SUBMIT: refused %s %v on %s consumed capacity: in flight %d→%d, queued %d→%d, calls %d→%d %s",
 				dir, keys, ep.name, before.InFlight, after.InFlight, before.Queued, after.Queued, before.Calls, after.Calls, machineRepro)
 		}
-		if rerr := ep.lender.Return(loan); rerr != nil {
+		if rerr := ep.Lender.Return(loan); rerr != nil {
 			t.Fatalf("lender: returning a refused loan: %v %s", rerr, machineRepro)
 		}
 		m.count(func(s *machineStats) { s.refused++ })
@@ -360,7 +344,7 @@ func (m *machine) submit(t *rapid.T, dir drivers.Direction) {
 	}
 	// B-BOUND: admitted only if every batch fits and the unprovable gauge
 	// does not exceed its limit.
-	cfg := ep.b.Config()
+	cfg := ep.Backend.Config()
 	if before.Unprovable > cfg.MaxUnprovable {
 		t.Fatalf("B-BOUND: %s admitted %s %v with %d UNPROVABLE calls > MaxUnprovable %d %s", ep.name, dir, keys, before.Unprovable, cfg.MaxUnprovable, machineRepro)
 	}
@@ -368,7 +352,7 @@ func (m *machine) submit(t *rapid.T, dir drivers.Direction) {
 		t.Fatalf("B-BOUND: %s admitted %s %v of %d batches with %d in flight and %d queued > %d %s",
 			ep.name, dir, keys, a.Batches(), before.InFlight, before.Queued, fit, machineRepro)
 	}
-	if err := ep.lender.Attach(loan, a); err != nil {
+	if err := ep.Lender.Attach(loan, a); err != nil {
 		t.Fatalf("lender: attach: %v %s", err, machineRepro)
 	}
 	m.count(func(s *machineStats) { s.admitted++ })
@@ -483,13 +467,7 @@ func (m *machine) count(f func(*machineStats)) {
 	}
 }
 
-func (m *machine) shutdownEndpoint(ep *endpoint) {
-	ep.asked = true
-	ep.b.Shutdown(func(labels []string) {
-		ep.down, ep.labels = true, labels
-		ep.lender.ShutdownReturned(labels)
-	})
-}
+func (m *machine) shutdownEndpoint(ep *endpoint) { ep.Shutdown(nil) }
 
 func outcomeKey(a *backend.Attempt) string {
 	o := a.Outcome()
@@ -529,22 +507,22 @@ func (m *machine) Check(t *rapid.T) {
 		}
 	}
 	for _, ep := range m.eps {
-		if vs := ep.lender.Violations(); len(vs) > 0 {
+		if vs := ep.Lender.Violations(); len(vs) > 0 {
 			t.Fatalf("%s: lender/arena: %v %s", ep.name, vs, machineRepro)
 		}
-		if vs := ep.mon.Violations(); len(vs) > 0 {
+		if vs := ep.Monitor.Violations(); len(vs) > 0 {
 			t.Fatalf("%s: contract monitor: %v %s", ep.name, vs, machineRepro)
 		}
 		// B-BOUND: the backend's gauges, and an independent count of the
 		// calls the monitor saw submitted without access evidence (the
 		// monitor learns evidence before the backend does, so this count is
 		// never above the backend's).
-		st, cfg := ep.b.Stats(), ep.b.Config()
+		st, cfg := ep.Backend.Stats(), ep.Backend.Config()
 		if st.InFlight > cfg.MaxCallsInFlight || st.Queued > cfg.MaxQueuedCalls {
 			t.Fatalf("B-BOUND: %s has %d calls in flight (max %d) and %d queued (max %d) %s", ep.name, st.InFlight, cfg.MaxCallsInFlight, st.Queued, cfg.MaxQueuedCalls, machineRepro)
 		}
 		pending := 0
-		for _, c := range ep.rec.Calls() {
+		for _, c := range ep.Recorder.Calls() {
 			if c.Access == drivers.AccessPending {
 				pending++
 			}
@@ -556,45 +534,30 @@ func (m *machine) Check(t *rapid.T) {
 }
 
 // finish is the end of every run: stabilize (run what is runnable), shut
-// every endpoint down, run to quiescence, then every check of SPEC §5 —
-// liveness, the contract monitor's end-of-run checks, the lender and arenas,
-// the memory oracle, attempt outcomes, and S-LIN over the merged history.
+// every endpoint down, run to quiescence, then every check of SPEC §5
+// through engine.Check — liveness, the contract monitor's end-of-run checks,
+// the lender and arenas, the memory oracle, the backend's boundary checks,
+// attempt outcomes, and S-LIN over the merged history.
 func (m *machine) finish(t *rapid.T) {
 	for i := 0; i < finishSteps && m.rt.Step(); i++ {
 	}
 	for _, ep := range m.open() {
 		m.shutdownEndpoint(ep)
 	}
-	if err := m.rt.RunUntilIdle(finishSteps); err != nil {
-		t.Fatalf("liveness: %v %s", err, machineRepro)
+	runErr := m.rt.RunUntilIdle(finishSteps)
+	in := engine.CheckInput{
+		Stopped: runErr, Finished: runErr == nil, Idle: runErr == nil, ExpectShutdown: true,
+		At: m.rt.Now(), Seed: m.seed, Profile: model.Durable,
 	}
-	at := m.rt.Now()
-	var fails []string
-	var history model.History
+	if m.evicting {
+		in.Profile = model.Evicting
+	}
 	for _, ep := range m.eps {
-		for _, v := range ep.mon.Finish() {
-			fails = append(fails, ep.name+": "+v.String())
-		}
-		for _, v := range ep.lender.Violations() {
-			fails = append(fails, ep.name+": "+v.String())
-		}
-		var arenas []*arena.Arena
-		for _, label := range ep.regs {
-			arenas = append(arenas, ep.lender.Arena(label))
-		}
-		for _, v := range ep.rec.MemoryViolations(arenas...) {
-			fails = append(fails, ep.name+": "+v.String())
-		}
-		for _, v := range ep.rec.LivenessViolations(at) {
-			fails = append(fails, ep.name+": "+v.String())
-		}
-		if !ep.down {
-			fails = append(fails, ep.name+": B-SHUT: backend shutdown never returned")
-		}
-		history = append(history, ep.rec.History()...)
+		in.Endpoints = append(in.Endpoints, ep.Endpoint)
 	}
 	m.count(func(s *machineStats) { s.steps += int(m.rt.Steps()) })
 	for _, tr := range m.atts {
+		in.Attempts = append(in.Attempts, engine.Attempt{Endpoint: tr.ep.Endpoint, Label: tr.kind, Attempt: tr.a})
 		m.count(func(s *machineStats) {
 			switch o := tr.a.Outcome(); o.State {
 			case backend.Delivered:
@@ -610,22 +573,16 @@ func (m *machine) finish(t *rapid.T) {
 				s.cancelled++
 			}
 		})
-		if !tr.a.Committed() || tr.a.Access() == drivers.AccessPending {
-			fails = append(fails, fmt.Sprintf("%s: liveness: %s attempt %d ended the run with outcome %v, access %v", tr.ep.name, tr.kind, tr.a.ID(), tr.a.Outcome(), tr.a.Access()))
-		}
 	}
-	profile := model.Durable
-	if m.evicting {
-		profile = model.Evicting
+	res := engine.Check(in)
+	var fails []string
+	for _, v := range res.Violations {
+		fails = append(fails, v.String())
 	}
-	lin := model.Check(history, profile, 10*time.Second)
-	if !lin.Ok() {
-		fails = append(fails, "S-LIN: "+lin.String())
-		for _, v := range lin.Violations(m.seed) {
-			fails = append(fails, v.String())
-		}
+	if res.Lin.Outcome == porcupine.Unknown {
+		fails = append(fails, "S-LIN: "+res.Lin.String())
 	}
 	if len(fails) > 0 {
-		t.Fatalf("%d failures at %v:\n  %s\n%s", len(fails), at, strings.Join(fails, "\n  "), machineRepro)
+		t.Fatalf("%d failures at %v:\n  %s\n%s", len(fails), in.At, strings.Join(fails, "\n  "), machineRepro)
 	}
 }

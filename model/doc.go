@@ -1,7 +1,7 @@
 // Package model holds storesim's checkers that judge a run from the outside:
 // the reference store model for the linearizability check (S-LIN), the
 // history recorder at the driver boundary, the memory oracle and the
-// call-level liveness check. They share one failure type, [Violation].
+// call-level liveness check. Every check reports [rules.Violation] (drivers/rules).
 //
 // # Store model
 //

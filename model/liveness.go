@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 )
 
 // CheckLiveness is the call-level liveness check, run when the simulation
@@ -14,8 +14,8 @@ import (
 // shutdown label names (a driver may honestly give up: D-SHUT-1), is a hang
 // — a lost final result or a lost wake-up (D-CB-2) looks exactly like this
 // from the boundary. One Liveness violation per pending call, at time at.
-func CheckLiveness(calls []CallInfo, at time.Duration, seed uint64) []Violation {
-	var out []Violation
+func CheckLiveness(calls []CallInfo, at time.Duration, seed uint64) []rules.Violation {
+	var out []rules.Violation
 	for _, c := range calls {
 		if c.Labelled != "" {
 			continue
@@ -29,7 +29,7 @@ func CheckLiveness(calls []CallInfo, at time.Duration, seed uint64) []Violation 
 		if len(pending) == 0 && c.Access.Evidenced() {
 			continue
 		}
-		v := Violation{Rule: "D-SUB-3", Class: Liveness, Call: c.ID, Row: -1, At: at, Seed: seed}
+		v := rules.Violation{Rule: rules.DSub3, Class: rules.Liveness, Call: uint64(c.ID), Row: -1, At: at, Seed: seed}
 		if len(pending) > 0 {
 			v.Row, v.Key = pending[0], c.Rows[pending[0]].Key
 		}
@@ -37,22 +37,11 @@ func CheckLiveness(calls []CallInfo, at time.Duration, seed uint64) []Violation 
 			c.Dir, c.ID, len(c.Rows), pending, c.Access)
 		out = append(out, v)
 	}
-	SortViolations(out)
+	rules.Sort(out)
 	return out
 }
 
 // LivenessViolations runs CheckLiveness over the recorded calls.
-func (r *Recorder) LivenessViolations(at time.Duration) []Violation {
+func (r *Recorder) LivenessViolations(at time.Duration) []rules.Violation {
 	return CheckLiveness(r.Calls(), at, r.opts.Seed)
-}
-
-// PendingCalls lists the calls CheckLiveness would name, in order.
-func PendingCalls(vs []Violation) []drivers.CallID {
-	var ids []drivers.CallID
-	for _, v := range vs {
-		if v.Class == Liveness && v.Call != 0 {
-			ids = append(ids, v.Call)
-		}
-	}
-	return ids
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 )
 
 func TestCheckLiveness(t *testing.T) {
@@ -28,12 +29,15 @@ func TestCheckLiveness(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			vs := CheckLiveness(c.calls, 9, 11)
-			got := PendingCalls(vs)
+			var got []drivers.CallID
+			for _, v := range vs {
+				got = append(got, drivers.CallID(v.Call))
+			}
 			if !slices.Equal(got, c.want) {
 				t.Fatalf("pending %v, want %v: %v (repro: go test ./model -run 'TestCheckLiveness/%s')", got, c.want, vs, t.Name()[len("TestCheckLiveness/"):])
 			}
 			for _, v := range vs {
-				if v.Class != Liveness || v.Rule != "D-SUB-3" || v.At != 9 || v.Seed != 11 || !strings.Contains(v.Detail, "hang") {
+				if v.Class != rules.Liveness || v.Rule != rules.DSub3 || v.At != 9 || v.Seed != 11 || !strings.Contains(v.Detail, "hang") {
 					t.Fatalf("bad liveness violation %v (repro: go test ./model -run 'TestCheckLiveness')", v)
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim/arena"
 )
 
@@ -22,7 +23,7 @@ import (
 //
 // S-NO-LATE-ACCESS is judged by the arena at the touch (slot ownership);
 // Recorder.MemoryViolations collects those too.
-func CheckMemory(touches []arena.Touch, calls []CallInfo, seed uint64) []Violation {
+func CheckMemory(touches []arena.Touch, calls []CallInfo, seed uint64) []rules.Violation {
 	ts := make([]stampedTouch, len(touches))
 	for i, t := range touches {
 		ts[i] = stampedTouch{Touch: t}
@@ -34,7 +35,7 @@ func CheckMemory(touches []arena.Touch, calls []CallInfo, seed uint64) []Violati
 // and D-SUB-6 findings, then CheckMemory's rules over the touches the
 // recorder saw through OnTouch (ordered exactly against the monitor's
 // events) or, if it saw none, over the arenas' touch logs.
-func (r *Recorder) MemoryViolations(arenas ...*arena.Arena) []Violation {
+func (r *Recorder) MemoryViolations(arenas ...*arena.Arena) []rules.Violation {
 	r.mu.Lock()
 	calls := r.callsLocked()
 	touches := append([]stampedTouch(nil), r.touches...)
@@ -56,7 +57,7 @@ func (r *Recorder) MemoryViolations(arenas ...*arena.Arena) []Violation {
 
 // checkTouches: tolerateUnknown excuses touches by calls the monitor never
 // saw, when a submit failed after which rows may have escaped (D-SUB-2).
-func checkTouches(touches []stampedTouch, calls []CallInfo, avs []arena.Violation, tolerateUnknown bool, seed uint64) []Violation {
+func checkTouches(touches []stampedTouch, calls []CallInfo, avs []arena.Violation, tolerateUnknown bool, seed uint64) []rules.Violation {
 	byID := make(map[drivers.CallID]*CallInfo, len(calls))
 	for i := range calls {
 		byID[calls[i].ID] = &calls[i]
@@ -68,19 +69,19 @@ func checkTouches(touches []stampedTouch, calls []CallInfo, avs []arena.Violatio
 		return ""
 	}
 	type once struct {
-		rule string
+		rule rules.ID
 		by   drivers.Toucher
 	}
 	seen := map[once]bool{}
-	var out []Violation
+	var out []rules.Violation
 	// One violation per rule, call and row: the first touch tells the story.
-	add := func(rule string, t arena.Touch, detail string) {
+	add := func(rule rules.ID, t arena.Touch, detail string) {
 		k := once{rule, t.By}
 		if seen[k] {
 			return
 		}
 		seen[k] = true
-		out = append(out, Violation{Rule: rule, Class: Safety, Call: t.By.Call, Row: t.By.Row,
+		out = append(out, rules.Violation{Rule: rule, Class: rules.Safety, Call: uint64(t.By.Call), Row: t.By.Row,
 			Key: keyOf(t.By), At: t.At, Seed: seed, Detail: detail + ": " + t.String()})
 	}
 	for _, av := range avs {
@@ -92,27 +93,27 @@ func checkTouches(touches []stampedTouch, calls []CallInfo, avs []arena.Violatio
 		case c == nil && tolerateUnknown:
 			continue
 		case c == nil:
-			add("D-SUB-6", t.Touch, fmt.Sprintf("touch by call %d, which the monitor never saw submitted", t.By.Call))
+			add(rules.DSub6, t.Touch, fmt.Sprintf("touch by call %d, which the monitor never saw submitted", t.By.Call))
 			continue
 		case t.By.Row < 0 || t.By.Row >= len(c.Rows):
-			add("D-SUB-6", t.Touch, fmt.Sprintf("touch names row %d of a call with %d rows", t.By.Row, len(c.Rows)))
+			add(rules.DSub6, t.Touch, fmt.Sprintf("touch names row %d of a call with %d rows", t.By.Row, len(c.Rows)))
 			continue
 		}
 		row := c.Rows[t.By.Row]
 		switch {
 		case t.Slot < 0:
-			add("D-SUB-6", t.Touch, "access crosses a slot boundary or leaves the slot area")
+			add(rules.DSub6, t.Touch, "access crosses a slot boundary or leaves the slot area")
 		case t.Region != row.Region || t.Slot != row.Slot:
-			add("D-SUB-6", t.Touch, fmt.Sprintf("touch outside the row's slot: the row is %s slot %d", row.Region, row.Slot))
+			add(rules.DSub6, t.Touch, fmt.Sprintf("touch outside the row's slot: the row is %s slot %d", row.Region, row.Slot))
 		}
 		if c.EndedSeq != 0 && touchedAfterEnd(t, c) {
-			add("D-ACCESS-END", t.Touch, fmt.Sprintf("%v after the monitor saw the call's access ENDED (#%d at %v)", t.Op, c.EndedSeq, c.EndedAt))
+			add(rules.DAccessEnd, t.Touch, fmt.Sprintf("%v after the monitor saw the call's access ENDED (#%d at %v)", t.Op, c.EndedSeq, c.EndedAt))
 		}
 		if c.Dir == drivers.Fetch && t.Op == arena.Write && (row.Status == drivers.Miss || row.Status == drivers.NotAttempted) {
-			add("D-STATUS", t.Touch, fmt.Sprintf("FETCH row reported %v must leave its slot untouched, but it was written", row.Status))
+			add(rules.DStatus, t.Touch, fmt.Sprintf("FETCH row reported %v must leave its slot untouched, but it was written", row.Status))
 		}
 	}
-	SortViolations(out)
+	rules.Sort(out)
 	return out
 }
 

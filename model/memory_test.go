@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim/arena"
 )
 
@@ -12,22 +13,22 @@ func TestMemoryOracle(t *testing.T) {
 	cases := []struct {
 		name string
 		play func(r *rig)
-		want []string // rules, sorted
+		want []rules.ID // rules, in table order
 	}{
 		{"clean publish and fetch", func(r *rig) { r.publishThenFetch() }, nil},
 		{"late write after ENDED", func(r *rig) {
 			r.publishThenFetch()
 			r.write(11, 0, 16, content(9)) // LiesAboutAccess
-		}, []string{"D-ACCESS-END"}},
+		}, []rules.ID{rules.DAccessEnd}},
 		{"late write into a released slot", func(r *rig) {
 			r.publishThenFetch()
 			r.a.Release(1)
 			r.write(11, 0, 16, content(9))
-		}, []string{"D-ACCESS-END", "S-NO-LATE-ACCESS"}},
+		}, []rules.ID{rules.DAccessEnd, rules.SNoLateAccess}},
 		{"late read after ENDED", func(r *rig) {
 			r.publishThenFetch()
 			r.read(10, 0, 0)
-		}, []string{"D-ACCESS-END"}},
+		}, []rules.ID{rules.DAccessEnd}},
 		{"touches while UNPROVABLE are not late", func(r *rig) {
 			r.submit(12, batch(drivers.Fetch, row("k", 2)))
 			r.final(12, 0, drivers.Fault)
@@ -40,14 +41,14 @@ func TestMemoryOracle(t *testing.T) {
 			r.write(12, 0, 32, content(1)) // TouchesOnMiss
 			r.final(12, 0, drivers.Miss)
 			r.access(12, drivers.AccessEnded)
-		}, []string{"D-STATUS"}},
+		}, []rules.ID{rules.DStatus}},
 		{"write on a NOT_ATTEMPTED row after the result", func(r *rig) {
 			r.submit(12, batch(drivers.Fetch, row("k", 2)))
 			r.rec.Cancelled(r.tick(), 12, drivers.CancelRequested)
 			r.final(12, 0, drivers.NotAttempted)
 			r.write(12, 0, 32, content(1))
 			r.access(12, drivers.AccessEnded)
-		}, []string{"D-STATUS"}},
+		}, []rules.ID{rules.DStatus}},
 		{"read on a MISS row is allowed", func(r *rig) {
 			r.submit(12, batch(drivers.Fetch, row("k", 2)))
 			r.read(12, 0, 2)
@@ -60,36 +61,36 @@ func TestMemoryOracle(t *testing.T) {
 			r.final(12, 0, drivers.OK)
 			r.final(12, 1, drivers.Miss)
 			r.access(12, drivers.AccessEnded)
-		}, []string{"D-SUB-6"}},
+		}, []rules.ID{rules.DSub6}},
 		{"write past the end of the slot", func(r *rig) {
 			r.submit(12, batch(drivers.Fetch, row("k", 2)))
 			r.write(12, 0, 40, content(1)) // OutsideSlot: crosses into slot 3
 			r.final(12, 0, drivers.OK)
 			r.access(12, drivers.AccessEnded)
-		}, []string{"D-SUB-6"}},
+		}, []rules.ID{rules.DSub6}},
 		{"touch by a call never submitted", func(r *rig) {
 			r.write(99, 0, 16, content(1))
-		}, []string{"D-SUB-6"}},
+		}, []rules.ID{rules.DSub6}},
 		{"touch naming a row the call does not have", func(r *rig) {
 			r.submit(12, batch(drivers.Fetch, row("k", 2)))
 			r.write(12, 1, 32, content(1))
-		}, []string{"D-SUB-6"}},
+		}, []rules.ID{rules.DSub6}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t, RecorderOptions{Seed: 5})
 			c.play(r)
 			vs := r.rec.MemoryViolations(r.a)
-			var rules []string
+			var got []rules.ID
 			for _, v := range vs {
-				rules = append(rules, v.Rule)
-				if v.Class != Safety || v.Seed != 5 || v.At == 0 {
+				got = append(got, v.Rule)
+				if v.Class != rules.Safety || v.Seed != 5 || v.At == 0 {
 					t.Errorf("violation %v lacks class, seed or time", v)
 				}
 			}
-			slices.Sort(rules)
-			if !slices.Equal(rules, c.want) {
-				t.Fatalf("rules %v, want %v; violations:\n%v\n(repro: go test ./model -run 'TestMemoryOracle/%s')", rules, c.want, vs, t.Name()[len("TestMemoryOracle/"):])
+			slices.Sort(got)
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("rules %v, want %v; violations:\n%v\n(repro: go test ./model -run 'TestMemoryOracle/%s')", got, c.want, vs, t.Name()[len("TestMemoryOracle/"):])
 			}
 		})
 	}
@@ -124,7 +125,7 @@ func TestCheckMemoryOffline(t *testing.T) {
 			}
 			_ = a.Read(drivers.Toucher{Call: 7}, 0, make([]byte, 4))
 			vs := CheckMemory(a.Touches(), rec.Calls(), 1)
-			if len(vs) != c.want || (c.want == 1 && vs[0].Rule != "D-ACCESS-END") {
+			if len(vs) != c.want || (c.want == 1 && vs[0].Rule != rules.DAccessEnd) {
 				t.Fatalf("got %v, want %d D-ACCESS-END (repro: go test ./model -run 'TestCheckMemoryOffline')", vs, c.want)
 			}
 			// The recorder falls back to the arena's log without the hook.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 )
 
 // Profile selects the reference store model (SPEC §5.1).
@@ -501,17 +502,17 @@ func longest(partials [][]int) int {
 // Violations turns an Illegal verdict into one S-LIN violation per failing
 // key, naming the first operation no linearization could place. Ok and
 // Unknown give none: the caller reports Unknown as its own outcome.
-func (r CheckResult) Violations(seed uint64) []Violation {
+func (r CheckResult) Violations(seed uint64) []rules.Violation {
 	if r.Outcome != porcupine.Illegal {
 		return nil
 	}
 	if len(r.IllegalKeys) == 0 {
-		return []Violation{{Rule: "S-LIN", Class: Safety, Row: -1, Seed: seed,
+		return []rules.Violation{{Rule: rules.SLin, Class: rules.Safety, Row: -1, Seed: seed,
 			Detail: fmt.Sprintf("history not linearizable against the %v store model (the failing keys were not identified before the timeout)", r.Profile)}}
 	}
 	parts := partitionByKey(r.ops)
 	partials := r.Info.PartialLinearizations()
-	var vs []Violation
+	var vs []rules.Violation
 	for i, part := range parts {
 		key := opOf(part[0]).Key
 		if !slices.Contains(r.IllegalKeys, key) || i >= len(partials) {
@@ -537,11 +538,11 @@ func (r CheckResult) Violations(seed uint64) []Violation {
 		if firstID >= 0 {
 			first = opOf(part[firstID])
 		}
-		v := Violation{Rule: "S-LIN", Class: Safety, Row: -1, Key: key, Seed: seed,
+		v := rules.Violation{Rule: rules.SLin, Class: rules.Safety, Row: -1, Key: key, Seed: seed,
 			Detail: fmt.Sprintf("the key's history is not linearizable against the %v store model: the longest linearization places %d of its %d operations",
 				r.Profile, len(best), len(part))}
 		if first != nil {
-			v.Call, v.Row, v.At = first.CallID, first.Row, first.ReturnAt
+			v.Call, v.Row, v.At = uint64(first.CallID), first.Row, first.ReturnAt
 			if first.Return == Never {
 				v.At = first.CallAt
 			}

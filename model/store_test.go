@@ -9,6 +9,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 )
 
 const (
@@ -101,7 +102,7 @@ func TestCheckProfiles(t *testing.T) {
 					t.Fatalf("outcome %v but violations %v (repro: go test ./model -run 'TestCheckProfiles')", res.Outcome, vs)
 				}
 				for _, v := range vs {
-					if v.Rule != "S-LIN" || v.Class != Safety || v.Seed != 7 || v.Key == "" {
+					if v.Rule != rules.SLin || v.Class != rules.Safety || v.Seed != 7 || v.Key == "" {
 						t.Fatalf("bad violation %v (repro: go test ./model -run 'TestCheckProfiles')", v)
 					}
 				}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/fuzz/registry"
 )
 
@@ -14,37 +15,38 @@ import (
 // rule is what the checks name (the memory oracle reports a late touch as
 // D-ACCESS-END, the store model a wrong object as S-LIN).
 var brokenCases = []struct {
-	file, driver, rule string
+	file, driver string
+	rule         rules.ID
 }{
-	{"late_write", "broken:LiesAboutAccess", "D-ACCESS-END"},
-	{"unprovable_shutdown", "broken:ForgetsUnprovable", "D-ACCESS-END"},
-	{"cancel_racing_completion", "broken:CancelClaimsEnded", "D-CAN-2"},
-	{"end_to_end", "broken:MissAsFault", "D-MISS-HONEST"},
-	{"size_mismatch", "broken:FaultAsMiss", "D-MISS-HONEST"},
-	{"lookup_outage", "broken:LookupOutageAsAbsent", "D-LOOK-2"},
-	{"end_to_end", "broken:TouchesOnMiss", "D-STATUS"},
-	{"size_mismatch", "broken:ShortReadOK", "S-LIN"},
-	{"end_to_end", "broken:ShortAnswer", "D-STATUS"},
-	{"end_to_end", "broken:ReorderedAnswer", "D-STATUS"},
-	{"two_backends", "broken:OverwritesOnPublish", "S-LIN"},
-	{"publish_visible_whole", "broken:TornPublish", "S-LIN"},
-	{"repeated_key", "broken:AcceptsRepeatedKey", "D-BATCH-KEYS"},
-	{"cut_max_rows", "broken:MaxRowsOffByOne", "capabilities"},
-	{"end_to_end", "broken:OutsideSlot", "D-SUB-6"},
-	{"register_overlap", "broken:AcceptsOverlap", "D-REG-1"},
-	{"register_fail_at_k", "broken:LeakyRegisterFailure", "D-TOG-1"},
-	{"stale_handle_close", "broken:CloseByAddress", "D-REG-3"},
-	{"unregister_retry", "broken:UnregisterLies", "D-REG-4"},
-	{"register_refused", "broken:RegistersAfterShutdown", "D-REG-5"},
-	{"stale_handle_close", "broken:UnregistersBusy", "D-REG-6"},
-	{"end_to_end", "broken:LostWakeup", "D-CB-2"},
-	{"end_to_end", "broken:EarlySignal", "D-CB-1"},
-	{"end_to_end", "broken:SignalUnderLock", "D-CB-4"},
-	{"shutdown_in_flight", "broken:SignalAfterShutdown", "D-CB-5"},
-	{"two_backends", "broken:RegressingResult", "D-CB-3"},
-	{"cancel_racing_completion", "broken:BlockingCancel", "D-CAN-1"},
-	{"drain_last_callback", "broken:DrainLies", "D-DRAIN-1"},
-	{"unprovable_shutdown", "broken:SilentShutdown", "D-SHUT-1"},
+	{"late_write", "broken:LiesAboutAccess", rules.DAccessEnd},
+	{"unprovable_shutdown", "broken:ForgetsUnprovable", rules.DAccessEnd},
+	{"cancel_racing_completion", "broken:CancelClaimsEnded", rules.DCan2},
+	{"end_to_end", "broken:MissAsFault", rules.DMissHonest},
+	{"size_mismatch", "broken:FaultAsMiss", rules.DMissHonest},
+	{"lookup_outage", "broken:LookupOutageAsAbsent", rules.DLook2},
+	{"end_to_end", "broken:TouchesOnMiss", rules.DStatus},
+	{"size_mismatch", "broken:ShortReadOK", rules.SLin},
+	{"end_to_end", "broken:ShortAnswer", rules.DStatus},
+	{"end_to_end", "broken:ReorderedAnswer", rules.DStatus},
+	{"two_backends", "broken:OverwritesOnPublish", rules.SLin},
+	{"publish_visible_whole", "broken:TornPublish", rules.SLin},
+	{"repeated_key", "broken:AcceptsRepeatedKey", rules.DBatchKeys},
+	{"cut_max_rows", "broken:MaxRowsOffByOne", rules.DCaps},
+	{"end_to_end", "broken:OutsideSlot", rules.DSub6},
+	{"register_overlap", "broken:AcceptsOverlap", rules.DReg1},
+	{"register_fail_at_k", "broken:LeakyRegisterFailure", rules.DTog1},
+	{"stale_handle_close", "broken:CloseByAddress", rules.DReg3},
+	{"unregister_retry", "broken:UnregisterLies", rules.DReg4},
+	{"register_refused", "broken:RegistersAfterShutdown", rules.DReg5},
+	{"stale_handle_close", "broken:UnregistersBusy", rules.DReg6},
+	{"end_to_end", "broken:LostWakeup", rules.DCB2},
+	{"end_to_end", "broken:EarlySignal", rules.DCB1},
+	{"end_to_end", "broken:SignalUnderLock", rules.DCB4},
+	{"shutdown_in_flight", "broken:SignalAfterShutdown", rules.DCB5},
+	{"two_backends", "broken:RegressingResult", rules.DCB3},
+	{"cancel_racing_completion", "broken:BlockingCancel", rules.DCan1},
+	{"drain_last_callback", "broken:DrainLies", rules.DDrain1},
+	{"unprovable_shutdown", "broken:SilentShutdown", rules.DShut1},
 }
 
 // TestBrokenDriversFail: every scenario in brokenCases passes with the

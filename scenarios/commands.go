@@ -114,7 +114,7 @@ func cmdRegister(w *world, b *block) error {
 	if err != nil {
 		return err
 	}
-	if ep.b != nil {
+	if ep.Backend != nil {
 		return w.fail(b, "endpoint %s already has a backend (register it once, with register=later)", ep.name)
 	}
 	w.register(ep)
@@ -145,25 +145,25 @@ func cmdSubmit(dir drivers.Direction) func(w *world, b *block) error {
 		}
 		r := &attemptRec{name: name, ep: ep, dir: dir, keys: keys}
 		w.named[name] = r
-		if ep.b == nil {
+		if ep.Backend == nil {
 			w.printf("%s %s: endpoint %s has no backend", ep.name, name, ep.name)
 			return nil
 		}
-		loan, err := ep.lender.Lend(len(keys))
+		loan, err := ep.Lender.Lend(len(keys))
 		if err != nil {
 			w.printf("%s %s: no slots: %v", ep.name, name, err)
 			return nil
 		}
 		if dir == drivers.Publish {
 			for i := range keys {
-				if a := ep.lender.Arena(loan.Slots()[i].Region); a != nil {
-					ep.lender.Fill(loan, i, content(objectID(name, keys, i), a.Region().SlotBytes))
+				if a := ep.Lender.Arena(loan.Slots()[i].Region); a != nil {
+					ep.Lender.Fill(loan, i, content(objectID(name, keys, i), a.Region().SlotBytes))
 				}
 			}
 		}
-		v, err := loan.View(ep.b, keys, mask)
+		v, err := loan.View(ep.Backend, keys, mask)
 		if err != nil {
-			_ = ep.lender.Return(loan)
+			_ = ep.Lender.Return(loan)
 			w.printf("%s %s: %v", ep.name, name, err)
 			return nil
 		}
@@ -177,20 +177,20 @@ func cmdSubmit(dir drivers.Direction) func(w *world, b *block) error {
 		}
 		w.printf("%s %s %v [%s]", ep.name, name, dir, strings.Join(shown, " "))
 		if dir == drivers.Publish {
-			r.a, err = ep.b.Publish(v)
+			r.a, err = ep.Backend.Publish(v)
 		} else {
-			r.a, err = ep.b.Fetch(v)
+			r.a, err = ep.Backend.Fetch(v)
 		}
 		if err != nil {
 			r.a = nil
-			if rerr := ep.lender.Return(loan); rerr != nil {
+			if rerr := ep.Lender.Return(loan); rerr != nil {
 				return w.fail(b, "lender: %v", rerr)
 			}
 			w.printf("%s %s rejected: %v", ep.name, name, err)
 			return nil
 		}
 		r.loan = loan
-		if err := ep.lender.Attach(loan, r.a); err != nil {
+		if err := ep.Lender.Attach(loan, r.a); err != nil {
 			return w.fail(b, "lender: %v", err)
 		}
 		w.attempts = append(w.attempts, r)
@@ -349,7 +349,7 @@ func cmdInject(w *world, b *block) error {
 	if err != nil {
 		return err
 	}
-	fs, ok := ep.drv.(faultSetter)
+	fs, ok := ep.Driver.(faultSetter)
 	if !ok {
 		w.printf("%s driver %s takes no injected faults", ep.name, ep.driver)
 		return nil
@@ -424,7 +424,7 @@ func cmdDrain(w *world, b *block) error {
 	if err != nil {
 		return err
 	}
-	st := ep.mon.Drain()
+	st := ep.Monitor.Drain()
 	if st.Done {
 		w.printf("%s drain done", ep.name)
 		return nil
@@ -442,20 +442,20 @@ func cmdShutdown(w *world, b *block) error {
 	if err != nil {
 		return err
 	}
-	if ep.b == nil {
+	if ep.Backend == nil {
 		w.printf("%s has no backend: driver shutdown only", ep.name)
-		ep.mon.Shutdown(cancelled())
+		ep.Monitor.Shutdown(cancelled())
 		return nil
 	}
-	ep.asked = true
+	ep.Asked = true
 	ep.shutN++
 	n := ep.shutN
 	w.printf("%s shutdown %d requested", ep.name, n)
-	ep.b.Shutdown(func(labels []string) {
-		ep.down = true
+	ep.Backend.Shutdown(func(labels []string) {
+		ep.Down = true
 		w.printf("%s shutdown %d returned labels [%s]", ep.name, n, strings.Join(labels, " "))
-		ep.lender.ShutdownReturned(labels)
-		if ep.lender.Held() {
+		ep.Lender.ShutdownReturned(labels)
+		if ep.Lender.Held() {
 			w.printf("%s lender keeps its regions", ep.name)
 		} else {
 			w.printf("%s lender released its regions", ep.name)
@@ -469,16 +469,16 @@ func cmdStats(w *world, b *block) error {
 	if err != nil {
 		return err
 	}
-	if ep.b == nil {
+	if ep.Backend == nil {
 		w.printf("%s has no backend", ep.name)
 		return nil
 	}
-	s := ep.b.Stats()
+	s := ep.Backend.Stats()
 	w.printf("%s attempts=%d delivered=%d failed=%d cancelled=%d rejected=%d invalid=%d", ep.name, s.Attempts, s.Delivered, s.Failed, s.Cancelled, s.Rejected, s.Invalid)
 	w.printf("%s served=%d missed=%d declined=%d raced=%d calls=%d lookups=%d", ep.name, s.Served, s.Missed, s.Declined, s.Raced, s.Calls, s.Lookups)
 	w.printf("%s inflight=%d queued=%d unprovable=%d unprovable-total=%d retained-bytes=%d", ep.name, s.InFlight, s.Queued, s.Unprovable, s.UnprovableTotal, s.RetainedBytes)
-	l := ep.lender.Stats()
-	w.printf("%s slots lent=%d released=%d retained=%d retained-bytes=%d held=%v", ep.name, l.Lent, l.Released, l.Retained, l.RetainedBytes, ep.lender.Held())
+	l := ep.Lender.Stats()
+	w.printf("%s slots lent=%d released=%d retained=%d retained-bytes=%d held=%v", ep.name, l.Lent, l.Released, l.Retained, l.RetainedBytes, ep.Lender.Held())
 	return nil
 }
 
@@ -507,7 +507,7 @@ func cmdDriverRegister(w *world, b *block) error {
 	}
 	var mem drivers.Memory
 	if over := b.args["over"]; over != "" {
-		a := ep.lender.Arena(over)
+		a := ep.Lender.Arena(over)
 		for _, r := range ep.raw {
 			if a == nil && r.Label() == over {
 				a = r
@@ -528,7 +528,7 @@ func cmdDriverRegister(w *world, b *block) error {
 		ep.raw = append(ep.raw, a)
 		mem = a
 	}
-	h, err := ep.mon.Register(drivers.Region{Label: spec.label, Slots: spec.slots, SlotBytes: spec.slotBytes, Mem: mem})
+	h, err := ep.Monitor.Register(drivers.Region{Label: spec.label, Slots: spec.slots, SlotBytes: spec.slotBytes, Mem: mem})
 	if err != nil {
 		w.printf("%s driver-register %s refused: %v", ep.name, spec, err)
 		return nil
@@ -546,7 +546,7 @@ func cmdDriverUnregister(w *world, b *block) error {
 	if err != nil || h < 0 {
 		return w.badArg(b, "h", "a handle number")
 	}
-	if err := ep.mon.Unregister(drivers.Handle(h)); err != nil {
+	if err := ep.Monitor.Unregister(drivers.Handle(h)); err != nil {
 		w.printf("%s driver-unregister handle %d: %v", ep.name, h, err)
 		return nil
 	}
@@ -606,7 +606,7 @@ func cmdDriverSubmit(w *world, b *block) error {
 		}
 	}
 	w.printf("%s %s driver-submit %v %s", ep.name, name, dir, ep.rows(rows))
-	c, err := ep.mon.Submit(drivers.RowBatch{Dir: dir, Rows: rows}, func() {})
+	c, err := ep.Monitor.Submit(drivers.RowBatch{Dir: dir, Rows: rows}, func() {})
 	if err != nil {
 		return nil // the printer shows the refusal
 	}

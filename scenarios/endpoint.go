@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,7 +11,7 @@ import (
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
 	"github.com/storesim/storesim/drivers/monitor"
-	"github.com/storesim/storesim/fuzz/registry"
+	"github.com/storesim/storesim/fuzz/engine"
 	"github.com/storesim/storesim/model"
 	"github.com/storesim/storesim/model/lender"
 	"github.com/storesim/storesim/sim/arena"
@@ -120,7 +121,7 @@ func cmdEndpoint(w *world, b *block) error {
 	if err != nil {
 		return err
 	}
-	ep.cfg = backend.Config{Name: name, MaxCallsInFlight: inflight, MaxQueuedCalls: queued, MaxUnprovable: unprovable, DrainTimeout: drainTimeout}
+	cfg := backend.Config{MaxCallsInFlight: inflight, MaxQueuedCalls: queued, MaxUnprovable: unprovable, DrainTimeout: drainTimeout}
 	mix, err := w.faultsArg(b)
 	if err != nil {
 		return err
@@ -145,23 +146,29 @@ func cmdEndpoint(w *world, b *block) error {
 	default:
 		return w.badArg(b, "register", "now or later")
 	}
-	if err := w.buildMemory(b, ep); err != nil {
-		return err
-	}
-	ep.rec = model.NewRecorder(model.RecorderOptions{Seed: w.seed, Sequence: &w.seq, StoreLogComplete: true, Lookups: true})
-	d, err := registry.New(ep.driver, registry.Env{RT: w.s, Store: w.store, Name: name, Caps: ep.caps, Faults: mix})
-	if err != nil {
-		return w.fail(b, "bad argument driver=%q: %v", ep.driver, err)
-	}
-	ep.drv = d
-	if p, ok := d.(interface{ PendingCalls() []string }); ok {
-		w.s.AddPending(name+"/driver", p.PendingCalls)
-	}
-	ep.mon = monitor.Wrap(d, monitor.Options{
-		Clock: w.s, Seed: w.seed, Observers: []monitor.Observer{ep.rec, &printer{w: w, ep: ep}},
-		Truth:    w.truth,
-		Injected: func(drivers.CallID, int) bool { return ep.faulty || !ep.caps.AbsentIsMiss },
+	memory, claim := w.memory(b, ep)
+	ep.Endpoint, err = engine.NewEndpoint(engine.EndpointOptions{
+		Name: name, Driver: ep.driver, RT: w.s, Sched: w.s, Store: w.store, Caps: ep.caps, Faults: mix, Seed: w.seed,
+		Recorder: model.RecorderOptions{Sequence: &w.seq, StoreLogComplete: true, Lookups: true},
+		Monitor: monitor.Options{
+			Truth:    w.truth,
+			Injected: func(drivers.CallID, int) bool { return ep.faulty || !ep.caps.AbsentIsMiss },
+		},
+		Observers: []monitor.Observer{&printer{w: w, ep: ep}},
+		OnTouch:   func(t arena.Touch) { w.touch(ep, t) },
+		Memory:    memory, Claim: claim, Backend: cfg, Later: true,
 	})
+	var se *Error
+	var ee *engine.EndpointError
+	switch {
+	case errors.As(err, &se):
+		return se
+	case errors.As(err, &ee) && ee.Part == engine.ErrMemory:
+		return w.fail(b, "bad argument regions=%q: %v", b.args["regions"], ee.Err)
+	case errors.As(err, &ee):
+		return w.fail(b, "bad argument driver=%q: %v", ep.driver, ee.Err)
+	}
+	d := ep.Driver
 	w.eps = append(w.eps, ep)
 	w.byName[name] = ep
 	_, together := d.(drivers.TogetherRegisterer)
@@ -174,17 +181,17 @@ func cmdEndpoint(w *world, b *block) error {
 		shown = append(shown, r.String())
 	}
 	w.printf("%s regions %s; backend inflight=%d queued=%d unprovable=%d drain-timeout=%v", name, strings.Join(shown, " "), inflight, queued, unprovable, drainTimeout)
-	if later {
-		return nil
+	if !later {
+		w.register(ep)
 	}
-	w.register(ep)
 	return nil
 }
 
-// buildMemory creates the lender (one arena per region that has memory of
-// its own) and the regions the backend is asked to register, which may
-// claim a geometry their memory does not have.
-func (w *world) buildMemory(b *block, ep *endpoint) error {
+// memory is the endpoint's memory: the lender's specs (one arena per
+// region that has memory of its own) and the claim of the regions the
+// backend is asked to register, which may state a geometry their memory
+// does not have.
+func (w *world) memory(b *block, ep *endpoint) ([]lender.Spec, func(*lender.Lender) ([]drivers.Region, error)) {
 	var specs []lender.Spec
 	arenaLabel := map[int]string{}
 	used := map[string]bool{}
@@ -205,45 +212,41 @@ func (w *world) buildMemory(b *block, ep *endpoint) error {
 		arenaLabel[i] = label
 		specs = append(specs, lender.Spec{Label: label, Slots: max(1, mem/sb), SlotBytes: sb})
 	}
-	l, err := lender.NewWithArenas(arena.Options{Clock: w.s, OnTouch: func(t arena.Touch) { w.touch(ep, t) }}, specs...)
-	if err != nil {
-		return w.fail(b, "bad argument regions=%q: %v", b.args["regions"], err)
-	}
-	ep.lender = l
-	for i, r := range ep.specs {
-		var mem drivers.Memory
-		if r.share != "" {
-			owner := -1
-			for j, o := range ep.specs {
-				if o.label == r.share && o.share == "" {
-					owner = j
+	claim := func(l *lender.Lender) ([]drivers.Region, error) {
+		var regions []drivers.Region
+		for i, r := range ep.specs {
+			var mem drivers.Memory
+			if r.share != "" {
+				owner := -1
+				for j, o := range ep.specs {
+					if o.label == r.share && o.share == "" {
+						owner = j
+					}
 				}
+				if owner < 0 {
+					return nil, w.fail(b, "bad argument regions=%q: region %s shares the memory of %q, which is not a region with memory of its own", b.args["regions"], r.label, r.share)
+				}
+				mem = l.Arena(arenaLabel[owner])
+			} else {
+				mem = l.Arena(arenaLabel[i])
 			}
-			if owner < 0 {
-				return w.fail(b, "bad argument regions=%q: region %s shares the memory of %q, which is not a region with memory of its own", b.args["regions"], r.label, r.share)
-			}
-			mem = l.Arena(arenaLabel[owner])
-		} else {
-			mem = l.Arena(arenaLabel[i])
+			regions = append(regions, drivers.Region{Label: r.label, Slots: r.slots, SlotBytes: r.slotBytes, Mem: mem})
 		}
-		ep.regions = append(ep.regions, drivers.Region{Label: r.label, Slots: r.slots, SlotBytes: r.slotBytes, Mem: mem})
+		return regions, nil
 	}
-	return nil
+	return specs, claim
 }
 
-// touch hands a memory touch to the recorder (the memory oracle) and prints
-// it when the scenario shows touches.
+// touch prints a memory touch when the scenario shows touches (the
+// recorder, the memory oracle, saw it first).
 func (w *world) touch(ep *endpoint, t arena.Touch) {
-	if ep.rec != nil {
-		ep.rec.OnTouch(t)
-	}
 	if !w.touches {
 		return
 	}
 	where := fmt.Sprintf("%s/%d", t.Region, t.Slot)
 	off := t.Off
 	if t.Slot >= 0 {
-		if a := ep.lender.Arena(t.Region); a != nil {
+		if a := ep.Lender.Arena(t.Region); a != nil {
 			off -= t.Slot * a.Region().SlotBytes
 		}
 	} else {
@@ -254,26 +257,17 @@ func (w *world) touch(ep *endpoint, t arena.Touch) {
 
 // register builds the backend, which validates and registers the regions.
 func (w *world) register(ep *endpoint) {
-	b, err := backend.New(w.s, ep.mon.Driver(), ep.regions, withOnChange(ep))
-	ep.b = b
-	switch {
+	ep.Register()
+	switch b, err := ep.Backend, ep.RegErr; {
 	case b == nil:
 		w.printf("%s backend refused: %v", ep.name, err)
 		w.printf("%s nothing registered", ep.name)
-		return
 	case err != nil:
 		w.printf("%s registration failed: %v", ep.name, err)
 		w.printf("%s backend refuses admission", ep.name)
 	default:
 		w.printf("%s ready", ep.name)
 	}
-	w.s.AddPending(ep.name+"/backend", b.Pending)
-}
-
-func withOnChange(ep *endpoint) backend.Config {
-	cfg := ep.cfg
-	cfg.OnChange = ep.lender.OnChange
-	return cfg
 }
 
 // faultsArg reads faults=row-fault:0.5,late-write:1.

@@ -49,9 +49,13 @@ func FromOpLog(log *workload.Log) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("running the converted scenario: %w", err)
 	}
+	var names []string
+	for _, r := range res.Rules {
+		names = append(names, r.String())
+	}
 	rules := "none"
-	if len(res.Rules) > 0 {
-		rules = strings.Join(res.Rules, " ")
+	if len(names) > 0 {
+		rules = strings.Join(names, " ")
 	}
 	header := fmt.Sprintf(`# Converted from a storesim op log (seed %d, %d ops) by scenarios.FromOpLog.
 # The workload is the log's; the interleaving is the scenario scheduler's:

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/fuzz/engine"
 	"github.com/storesim/storesim/fuzz/shrink"
 	"github.com/storesim/storesim/fuzz/workload"
@@ -37,7 +38,7 @@ func mustParse(t *testing.T, text string) *workload.Log {
 
 // convertAndRun converts log, checks that the scenario passes as written,
 // and returns it with the rules its run reported.
-func convertAndRun(t *testing.T, log *workload.Log, repro string) (string, []string) {
+func convertAndRun(t *testing.T, log *workload.Log, repro string) (string, []rules.ID) {
 	t.Helper()
 	text, err := FromOpLog(log)
 	if err != nil {
@@ -61,8 +62,8 @@ func convertAndRun(t *testing.T, log *workload.Log, repro string) (string, []str
 func TestFromOpLog(t *testing.T) {
 	cases := []struct {
 		name, log string
-		want      []string // lines the scenario must hold
-		rules     []string // rules its run must report (nil: none)
+		want      []string   // lines the scenario must hold
+		rules     []rules.ID // rules its run must report (nil: none)
 	}{
 		{
 			name: "lies-about-access", log: shrunkLiesAboutAccess,
@@ -73,7 +74,7 @@ func TestFromOpLog(t *testing.T) {
 				"tick 69us", "shutdown A", "stabilize", "check",
 				"# Rules this run reports: D-ACCESS-END S-NO-LATE-ACCESS",
 			},
-			rules: []string{"D-ACCESS-END", "S-NO-LATE-ACCESS"},
+			rules: []rules.ID{rules.DAccessEnd, rules.SNoLateAccess},
 		},
 		{
 			name: "faults-evicting-two-endpoints",
@@ -137,13 +138,13 @@ func TestFromOpLogShrunk(t *testing.T) {
 	cases := []struct {
 		driver string
 		seed   uint64
-		rule   string
+		rule   rules.ID
 	}{
-		{"broken:LiesAboutAccess", 0, "D-ACCESS-END"},
-		{"broken:CancelClaimsEnded", 0, "D-CAN-2"},
-		{"broken:OutsideSlot", 0, "D-SUB-6"},
-		{"broken:TornPublish", 0, "S-LIN"},
-		{"broken:SilentShutdown", 0, "D-SHUT-1"},
+		{"broken:LiesAboutAccess", 0, rules.DAccessEnd},
+		{"broken:CancelClaimsEnded", 0, rules.DCan2},
+		{"broken:OutsideSlot", 0, rules.DSub6},
+		{"broken:TornPublish", 0, rules.SLin},
+		{"broken:SilentShutdown", 0, rules.DShut1},
 	}
 	for _, c := range cases {
 		t.Run(strings.TrimPrefix(c.driver, "broken:"), func(t *testing.T) {
@@ -156,14 +157,14 @@ func TestFromOpLogShrunk(t *testing.T) {
 			if res.Rule != c.rule {
 				t.Fatalf("harness rule %s, want %s %s", res.Rule, c.rule, repro)
 			}
-			text, rules := convertAndRun(t, res.Log, repro)
-			if !slices.Contains(rules, c.rule) {
-				t.Errorf("the scenario reports %v, not %s:\n%s\n%s", rules, c.rule, text, repro)
+			text, got := convertAndRun(t, res.Log, repro)
+			if !slices.Contains(got, c.rule) {
+				t.Errorf("the scenario reports %v, not %s:\n%s\n%s", got, c.rule, text, repro)
 			}
 			_, check, _ := strings.Cut(text, "\ncheck\n----\n")
 			named := slices.ContainsFunc(strings.Split(check, "\n"), func(l string) bool {
 				f := strings.Fields(l) // "EP RULE …" or, for S-LIN, "RULE …"
-				return len(f) > 1 && (f[0] == c.rule || f[1] == c.rule)
+				return len(f) > 1 && (f[0] == c.rule.String() || f[1] == c.rule.String())
 			})
 			if !named {
 				t.Errorf("check output does not name %s:\n%s\n%s", c.rule, check, repro)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/storesim/storesim/drivers/rules"
 )
 
 // Ext is the extension of scenario files; RunDir runs every file with it.
@@ -38,7 +40,7 @@ type FileResult struct {
 	Output string
 	// Rules lists, sorted, the rule id of every violation the run printed
 	// (inline "!!" lines and `check` output); empty for a clean run.
-	Rules []string
+	Rules []rules.ID
 }
 
 // Passed reports whether every block printed what the file expects.
@@ -148,7 +150,7 @@ func Run(name, text string, opts Options) (res FileResult, err error) {
 	for r := range w.rules {
 		res.Rules = append(res.Rules, r)
 	}
-	sort.Strings(res.Rules)
+	sort.Slice(res.Rules, func(i, j int) bool { return res.Rules[i].String() < res.Rules[j].String() })
 	return res, nil
 }
 

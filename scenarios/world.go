@@ -6,13 +6,12 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/storesim/storesim/backend"
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
-	"github.com/storesim/storesim/drivers/monitor"
-	"github.com/storesim/storesim/model"
+	"github.com/storesim/storesim/drivers/rules"
+	"github.com/storesim/storesim/fuzz/engine"
 	"github.com/storesim/storesim/model/lender"
 	"github.com/storesim/storesim/sim"
 	"github.com/storesim/storesim/sim/arena"
@@ -47,31 +46,24 @@ type world struct {
 
 	out    []string
 	indent string
-	seen   map[string]int  // violations already printed inline
-	rules  map[string]bool // rule ids of every violation printed
+	seen   map[string]int    // violations already printed inline
+	rules  map[rules.ID]bool // rule ids of every violation printed
 }
 
-// endpoint is one backend on the shared store: lender, driver, contract
-// monitor, history recorder.
+// endpoint is one backend on the shared store: what fuzz/engine builds
+// (lender, driver, contract monitor, history recorder, backend), plus what
+// the scenario prints and knows.
 type endpoint struct {
-	name    string
-	driver  string
-	caps    drivers.Capabilities
-	cfg     backend.Config
-	specs   []regionSpec
-	regions []drivers.Region // what the backend is asked to register
-	lender  *lender.Lender
-	drv     drivers.Driver
-	mon     *monitor.Monitor
-	rec     *model.Recorder
-	b       *backend.Backend
-	faulty  bool // some fault rate is or was set
-	labels  map[drivers.Handle]string
-	raw     []*arena.Arena // regions registered by driver-register
-	asked   bool           // shutdown called
-	down    bool           // a shutdown returned
-	shutN   int
-	calls   map[drivers.CallID]*callRec
+	*engine.Endpoint
+	name   string
+	driver string
+	caps   drivers.Capabilities
+	specs  []regionSpec
+	faulty bool // some fault rate is or was set
+	labels map[drivers.Handle]string
+	raw    []*arena.Arena // regions registered by driver-register
+	shutN  int
+	calls  map[drivers.CallID]*callRec
 }
 
 // callRec is what the scenario tracks of one driver call for its truth.
@@ -109,7 +101,7 @@ func newWorld(file string, opts Options) *world {
 		byName: map[string]*endpoint{}, named: map[string]*attemptRec{}, raws: map[string]*rawCall{},
 		counter: map[drivers.Direction]int{},
 		changed: map[string]int64{}, pubs: map[string]int{}, fetches: map[string][]int64{},
-		seen: map[string]int{}, rules: map[string]bool{},
+		seen: map[string]int{}, rules: map[rules.ID]bool{},
 	}
 }
 
@@ -162,39 +154,24 @@ func (w *world) poll() {
 		}
 	}
 	for _, ep := range w.eps {
-		if ep.mon != nil {
-			for _, v := range ep.mon.Violations() {
-				w.inline(ep, fmtMonitor(v))
-			}
-		}
-		if ep.lender != nil {
-			for _, v := range ep.lender.Violations() {
-				w.inline(ep, fmtLender(v))
-			}
-		}
+		vs := append(ep.Monitor.Violations(), ep.Lender.Violations()...)
 		for _, a := range ep.raw {
-			for _, v := range a.Violations() {
-				w.inline(ep, fmtLender(lender.Violation{Rule: v.Rule, At: v.Touch.At, Detail: v.Detail + ": " + v.Touch.String()}))
-			}
+			vs = append(vs, lender.ArenaViolations(a)...)
 		}
-	}
-}
-
-// rule records the rule id a violation line starts with.
-func (w *world) rule(line string) {
-	if f := strings.Fields(line); len(f) > 0 {
-		w.rules[f[0]] = true
+		for _, v := range vs {
+			w.inline(ep, v)
+		}
 	}
 }
 
 // inline prints a violation the first time it is seen.
-func (w *world) inline(ep *endpoint, line string) {
-	key := ep.name + " " + line
+func (w *world) inline(ep *endpoint, v rules.Violation) {
+	key := ep.name + " " + fmtViolation(v)
 	if w.seen[key] > 0 {
 		return
 	}
 	w.seen[key]++
-	w.rule(line)
+	w.rules[v.Rule] = true
 	w.printf("!! %s", key)
 }
 
@@ -299,48 +276,27 @@ func (ep *endpoint) rows(rs []drivers.Row) string {
 	return "[" + strings.Join(parts, " ") + "]"
 }
 
-func fmtMonitor(v monitor.Violation) string {
-	where := whereOf(v.Call, v.Row, v.Key)
+// fmtViolation prints a violation as a scenario shows it: `RULE call 3
+// row 0 key a region r0 loan 2 @1.5µs: detail` (what it is about, only
+// when it is about something).
+func fmtViolation(v rules.Violation) string {
+	s := v.Rule.String()
+	if v.Call != 0 {
+		s += fmt.Sprintf(" call %d", v.Call)
+	}
+	if v.Row >= 0 {
+		s += fmt.Sprintf(" row %d", v.Row)
+	}
+	if v.Key != "" {
+		s += " key " + v.Key
+	}
 	if v.Region != "" {
-		where = append(where, fmt.Sprintf("region %s", v.Region))
+		s += " region " + v.Region
 	}
-	return fmtRule(v.Rule, where, v.At, v.Detail)
-}
-
-func fmtModel(v model.Violation) string {
-	return fmtRule(v.Rule, whereOf(v.Call, v.Row, v.Key), v.At, v.Detail)
-}
-
-// whereOf names the call, row and key a violation is about (zero, -1 and ""
-// mean none).
-func whereOf(call drivers.CallID, row int, key string) []string {
-	var where []string
-	if call != 0 {
-		where = append(where, fmt.Sprintf("call %d", call))
-	}
-	if row >= 0 {
-		where = append(where, fmt.Sprintf("row %d", row))
-	}
-	if key != "" {
-		where = append(where, fmt.Sprintf("key %s", key))
-	}
-	return where
-}
-
-func fmtLender(v lender.Violation) string {
-	var where []string
 	if v.Loan != 0 {
-		where = append(where, fmt.Sprintf("loan %d", v.Loan))
+		s += fmt.Sprintf(" loan %d", v.Loan)
 	}
-	return fmtRule(v.Rule, where, v.At, v.Detail)
-}
-
-func fmtRule(rule string, where []string, at time.Duration, detail string) string {
-	s := rule
-	if len(where) > 0 {
-		s += " " + strings.Join(where, " ")
-	}
-	return fmt.Sprintf("%s @%v: %s", s, at, detail)
+	return fmt.Sprintf("%s @%v: %s", s, v.At, v.Detail)
 }
 
 // truth is the monitor's ground truth (Options.Truth): whether key is in
@@ -387,8 +343,8 @@ func (w *world) storeEvent(e memdriver.StoreEvent) {
 		w.printf("store evict %s by %s: was absent", e.Key, by)
 	}
 	if e.Kind == memdriver.EventPut && e.Stored {
-		if ep := w.byName[e.By.Driver]; ep != nil && ep.rec != nil {
-			ep.rec.Put(w.s.Now(), e.By.Call, e.By.Row, e.Key)
+		if ep := w.byName[e.By.Driver]; ep != nil && ep.Recorder != nil {
+			ep.Recorder.Put(w.s.Now(), e.By.Call, e.By.Row, e.Key)
 		}
 	}
 }

@@ -294,7 +294,11 @@ func Render(w io.Writer, res *Results) error {
 	}
 	p("\n## What the bugs are\n\n")
 	for _, b := range caught {
-		p("- `%s` (%s): %s. Expected rules: %s.\n", b.Name, b.Breaks, b.What, strings.Join(b.Trips, ", "))
+		trips := make([]string, len(b.Trips))
+		for i, r := range b.Trips {
+			trips[i] = r.String()
+		}
+		p("- `%s` (%s): %s. Expected rules: %s.\n", b.Name, b.Breaks, b.What, strings.Join(trips, ", "))
 	}
 	p("\n## Commands\n\n```\n")
 	for _, c := range m.Commands {

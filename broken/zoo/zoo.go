@@ -36,6 +36,7 @@ package zoo
 import (
 	"slices"
 
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/fuzz/engine"
 )
 
@@ -44,7 +45,7 @@ type Bug struct {
 	// Name names the patch: patches/<Name>.patch.
 	Name string
 	// Breaks is the SPEC rule of the backend the bug breaks.
-	Breaks string
+	Breaks rules.ID
 	// What the planted code does wrong.
 	What string
 	// Trips lists the rules the swarm may name as a failing seed's first
@@ -52,7 +53,7 @@ type Bug struct {
 	// (a corrupted slot may surface first as S-LIN). "liveness" is the
 	// harness's hang rule; a backend panic is the harness's B-SUBMIT.
 	// Empty for an escape.
-	Trips []string
+	Trips []rules.ID
 	// Blind says, for an escape, which check the swarm lacks.
 	Blind string
 }
@@ -61,72 +62,72 @@ type Bug struct {
 func (b Bug) Caught() bool { return len(b.Trips) > 0 }
 
 // Accepts reports whether rule is one the bug may trip.
-func (b Bug) Accepts(rule string) bool { return slices.Contains(b.Trips, rule) }
+func (b Bug) Accepts(rule rules.ID) bool { return slices.Contains(b.Trips, rule) }
 
 // Bugs is the zoo, caught bugs first. Each name has a patches/<name>.patch
 // file (TestTable).
 var Bugs = []Bug{
-	{Name: "ended_at_results", Breaks: "B-ACCESS", What: "a batch whose results are folded counts as ENDED before its call has access evidence",
-		Trips: []string{"S-NO-LATE-ACCESS", "S-RELEASE", "S-LIN", "B-ACCESS"}},
-	{Name: "unprovable_as_ended", Breaks: "B-ACCESS", What: "an UNPROVABLE call counts as ENDED, so its retained slots are released for reuse",
-		Trips: []string{"S-NO-LATE-ACCESS", "S-RELEASE", "S-LIN", "B-ACCESS"}},
-	{Name: "any_call_ended", Breaks: "B-ACCESS", What: "an attempt is ENDED as soon as one of its calls is",
-		Trips: []string{"S-NO-LATE-ACCESS", "S-RELEASE", "S-LIN", "B-ACCESS"}},
-	{Name: "outcome_is_end", Breaks: "B-ACCESS", What: "a committed outcome is taken as proof that access ended",
-		Trips: []string{"S-NO-LATE-ACCESS", "S-RELEASE", "S-LIN", "B-ACCESS"}},
-	{Name: "cancel_proves_end", Breaks: "B-CANCEL", What: "a forwarded cancel is taken as proof that the call's access ended (D-CAN-2)",
-		Trips: []string{"S-NO-LATE-ACCESS", "S-RELEASE", "S-LIN", "B-ACCESS", "B-BOUND"}},
-	{Name: "fold_stops_listening", Breaks: "B-ACCESS", What: "a call is no longer observed once its results are folded, so later access evidence is lost",
-		Trips: []string{"liveness"}},
-	{Name: "dropped_still_queued", Breaks: "B-CANCEL", What: "dropped batches are marked dropped but left in the dispatch queue, so they still run",
-		Trips: []string{"B-SUBMIT", "S-RELEASE", "S-NO-LATE-ACCESS", "S-LIN", "B-CUT", "B-ACCESS", "B-CANCEL"}},
-	{Name: "cancel_no_settle", Breaks: "B-CANCEL", What: "cancel commits Cancelled but does not re-derive access: a cancelled queued attempt stays PENDING",
-		Trips: []string{"S-HOLD", "liveness", "B-ACCESS"}},
-	{Name: "late_success", Breaks: "B-OUTCOME", What: "a late success overrides a committed cancel",
-		Trips: []string{"S-MARKS", "S-RELEASE", "B-OUTCOME", "B-FETCH", "B-PUBLISH"}},
-	{Name: "cancel_overrides", Breaks: "B-OUTCOME", What: "a cancel overrides a committed delivery",
-		Trips: []string{"S-MARKS", "S-RELEASE", "B-CANCEL", "B-OUTCOME"}},
-	{Name: "marks_shift", Breaks: "S-MARKS", What: "served marks are set one view position too far",
-		Trips: []string{"S-MARKS", "B-FETCH", "B-PUBLISH"}},
-	{Name: "marks_batch_index", Breaks: "S-MARKS", What: "served marks use the row's index in its batch, not its view position",
-		Trips: []string{"S-MARKS", "B-FETCH", "B-PUBLISH"}},
-	{Name: "mask_ignored", Breaks: "B-SUBMIT", What: "masked-out rows are sent to the store too",
-		Trips: []string{"S-MARKS", "B-CUT", "B-ACCESS"}},
-	{Name: "hold_early", Breaks: "S-HOLD", What: "shutdown answers at once with no labels when no attempt lacks an outcome, although access is still pending",
-		Trips: []string{"S-HOLD", "S-NO-LATE-ACCESS", "liveness", "B-SHUT"}},
-	{Name: "timeout_no_labels", Breaks: "S-HOLD", What: "a drain that timed out reports a clean shutdown (no labels)",
-		Trips: []string{"S-HOLD", "S-NO-LATE-ACCESS", "B-SHUT"}},
-	{Name: "no_drain_deadline", Breaks: "B-SHUT", What: "the drain deadline never fires, so a call that never ends hangs shutdown",
-		Trips: []string{"liveness", "B-SHUT"}},
+	{Name: "ended_at_results", Breaks: rules.BAccess, What: "a batch whose results are folded counts as ENDED before its call has access evidence",
+		Trips: []rules.ID{rules.SNoLateAccess, rules.SRelease, rules.SLin, rules.BAccess}},
+	{Name: "unprovable_as_ended", Breaks: rules.BAccess, What: "an UNPROVABLE call counts as ENDED, so its retained slots are released for reuse",
+		Trips: []rules.ID{rules.SNoLateAccess, rules.SRelease, rules.SLin, rules.BAccess}},
+	{Name: "any_call_ended", Breaks: rules.BAccess, What: "an attempt is ENDED as soon as one of its calls is",
+		Trips: []rules.ID{rules.SNoLateAccess, rules.SRelease, rules.SLin, rules.BAccess}},
+	{Name: "outcome_is_end", Breaks: rules.BAccess, What: "a committed outcome is taken as proof that access ended",
+		Trips: []rules.ID{rules.SNoLateAccess, rules.SRelease, rules.SLin, rules.BAccess}},
+	{Name: "cancel_proves_end", Breaks: rules.BCancel, What: "a forwarded cancel is taken as proof that the call's access ended (D-CAN-2)",
+		Trips: []rules.ID{rules.SNoLateAccess, rules.SRelease, rules.SLin, rules.BAccess, rules.BBound}},
+	{Name: "fold_stops_listening", Breaks: rules.BAccess, What: "a call is no longer observed once its results are folded, so later access evidence is lost",
+		Trips: []rules.ID{rules.LiveHang}},
+	{Name: "dropped_still_queued", Breaks: rules.BCancel, What: "dropped batches are marked dropped but left in the dispatch queue, so they still run",
+		Trips: []rules.ID{rules.BSubmit, rules.SRelease, rules.SNoLateAccess, rules.SLin, rules.BCut, rules.BAccess, rules.BCancel}},
+	{Name: "cancel_no_settle", Breaks: rules.BCancel, What: "cancel commits Cancelled but does not re-derive access: a cancelled queued attempt stays PENDING",
+		Trips: []rules.ID{rules.SHold, rules.LiveHang, rules.BAccess}},
+	{Name: "late_success", Breaks: rules.BOutcome, What: "a late success overrides a committed cancel",
+		Trips: []rules.ID{rules.SMarks, rules.SRelease, rules.BOutcome, rules.BFetch, rules.BPublish}},
+	{Name: "cancel_overrides", Breaks: rules.BOutcome, What: "a cancel overrides a committed delivery",
+		Trips: []rules.ID{rules.SMarks, rules.SRelease, rules.BCancel, rules.BOutcome}},
+	{Name: "marks_shift", Breaks: rules.SMarks, What: "served marks are set one view position too far",
+		Trips: []rules.ID{rules.SMarks, rules.BFetch, rules.BPublish}},
+	{Name: "marks_batch_index", Breaks: rules.SMarks, What: "served marks use the row's index in its batch, not its view position",
+		Trips: []rules.ID{rules.SMarks, rules.BFetch, rules.BPublish}},
+	{Name: "mask_ignored", Breaks: rules.BSubmit, What: "masked-out rows are sent to the store too",
+		Trips: []rules.ID{rules.SMarks, rules.BCut, rules.BAccess}},
+	{Name: "hold_early", Breaks: rules.SHold, What: "shutdown answers at once with no labels when no attempt lacks an outcome, although access is still pending",
+		Trips: []rules.ID{rules.SHold, rules.SNoLateAccess, rules.LiveHang, rules.BShut}},
+	{Name: "timeout_no_labels", Breaks: rules.SHold, What: "a drain that timed out reports a clean shutdown (no labels)",
+		Trips: []rules.ID{rules.SHold, rules.SNoLateAccess, rules.BShut}},
+	{Name: "no_drain_deadline", Breaks: rules.BShut, What: "the drain deadline never fires, so a call that never ends hangs shutdown",
+		Trips: []rules.ID{rules.LiveHang, rules.BShut}},
 
-	{Name: "nocut_key", Breaks: "B-CUT", What: "no cut at a repeated key, so one batch names a key twice",
-		Trips: []string{"B-CUT", "B-BOUND", "B-ACCESS"}},
-	{Name: "nocut_max", Breaks: "B-CUT", What: "no cut at MaxRowsPerOp",
-		Trips: []string{"B-CUT", "B-BOUND"}},
-	{Name: "lookup_outage_as_miss", Breaks: "B-FETCH", What: "a look-up outage is read as \"every key absent\"",
-		Trips: []string{"B-FETCH", "B-CUT", "B-ACCESS", "B-PROGRESS", "B-MODEL"}},
-	{Name: "fault_as_miss", Breaks: "B-FETCH", What: "a FAULT row is folded as a miss, so the attempt is Delivered partially",
-		Trips: []string{"B-FETCH", "B-PUBLISH", "B-MODEL"}},
-	{Name: "raced_declined_swapped", Breaks: "B-PUBLISH", What: "after a declined publish, present and absent are swapped (raced vs declined)",
-		Trips: []string{"B-PUBLISH"}},
-	{Name: "publish_rewrites_present", Breaks: "B-PUBLISH", What: "keys found present are published again instead of served",
-		Trips: []string{"B-CUT", "B-ACCESS"}},
-	{Name: "cancel_not_forwarded", Breaks: "B-CANCEL", What: "cancel is never forwarded to in-flight calls",
-		Trips: []string{"B-CANCEL"}},
-	{Name: "gauge_not_decremented", Breaks: "B-BOUND", What: "the unprovable gauge is not decremented when proof arrives",
-		Trips: []string{"B-PROGRESS", "B-BOUND"}},
-	{Name: "inflight_leak_unprovable", Breaks: "B-BOUND", What: "an UNPROVABLE call keeps its in-flight slot",
-		Trips: []string{"B-PROGRESS", "B-BOUND"}},
-	{Name: "slot_leak_refused", Breaks: "B-BOUND", What: "a refused submit never gives its in-flight slot back",
-		Trips: []string{"B-PROGRESS", "B-BOUND"}},
-	{Name: "indoubt_ignored", Breaks: "S-HOLD", What: "an in-doubt registration is treated as refused, so its regions are never reported",
+	{Name: "nocut_key", Breaks: rules.BCut, What: "no cut at a repeated key, so one batch names a key twice",
+		Trips: []rules.ID{rules.BCut, rules.BBound, rules.BAccess}},
+	{Name: "nocut_max", Breaks: rules.BCut, What: "no cut at MaxRowsPerOp",
+		Trips: []rules.ID{rules.BCut, rules.BBound}},
+	{Name: "lookup_outage_as_miss", Breaks: rules.BFetch, What: "a look-up outage is read as \"every key absent\"",
+		Trips: []rules.ID{rules.BFetch, rules.BCut, rules.BAccess, rules.BProgress, rules.BModel}},
+	{Name: "fault_as_miss", Breaks: rules.BFetch, What: "a FAULT row is folded as a miss, so the attempt is Delivered partially",
+		Trips: []rules.ID{rules.BFetch, rules.BPublish, rules.BModel}},
+	{Name: "raced_declined_swapped", Breaks: rules.BPublish, What: "after a declined publish, present and absent are swapped (raced vs declined)",
+		Trips: []rules.ID{rules.BPublish}},
+	{Name: "publish_rewrites_present", Breaks: rules.BPublish, What: "keys found present are published again instead of served",
+		Trips: []rules.ID{rules.BCut, rules.BAccess}},
+	{Name: "cancel_not_forwarded", Breaks: rules.BCancel, What: "cancel is never forwarded to in-flight calls",
+		Trips: []rules.ID{rules.BCancel}},
+	{Name: "gauge_not_decremented", Breaks: rules.BBound, What: "the unprovable gauge is not decremented when proof arrives",
+		Trips: []rules.ID{rules.BProgress, rules.BBound}},
+	{Name: "inflight_leak_unprovable", Breaks: rules.BBound, What: "an UNPROVABLE call keeps its in-flight slot",
+		Trips: []rules.ID{rules.BProgress, rules.BBound}},
+	{Name: "slot_leak_refused", Breaks: rules.BBound, What: "a refused submit never gives its in-flight slot back",
+		Trips: []rules.ID{rules.BProgress, rules.BBound}},
+	{Name: "indoubt_ignored", Breaks: rules.SHold, What: "an in-doubt registration is treated as refused, so its regions are never reported",
 		Blind: "the reference model requires region:<label>:in-doubt for every in-doubt region (B-SHUT), but the memory drivers label their own in-doubt regions at shutdown, and the union hides the omission: the bug shows only when the driver closed the region itself (about 1 seed in 170)"},
-	{Name: "bindings_dropped", Breaks: "B-SHUT", What: "earlier bindings are forgotten when a later registration fails",
-		Trips: []string{"B-SHUT"}},
-	{Name: "submit_error_no_escape", Breaks: "D-SUB-2", What: "a Submit error that is not a sentinel is taken as \"nothing escaped\"",
-		Trips: []string{"B-ACCESS", "B-BOUND"}},
-	{Name: "drain_no_wait", Breaks: "D-DRAIN-1", What: "shutdown does not wait for the driver to drain",
-		Trips: []string{"B-SHUT"}},
+	{Name: "bindings_dropped", Breaks: rules.BShut, What: "earlier bindings are forgotten when a later registration fails",
+		Trips: []rules.ID{rules.BShut}},
+	{Name: "submit_error_no_escape", Breaks: rules.DSub2, What: "a Submit error that is not a sentinel is taken as \"nothing escaped\"",
+		Trips: []rules.ID{rules.BAccess, rules.BBound}},
+	{Name: "drain_no_wait", Breaks: rules.DDrain1, What: "shutdown does not wait for the driver to drain",
+		Trips: []rules.ID{rules.BShut}},
 }
 
 // planted is set by the file an [Overlay] adds to this package.
@@ -155,7 +156,7 @@ type Hunt struct {
 	// Verdict and Rule of the failing seed (a backend panic is the
 	// harness's B-SUBMIT failure).
 	Verdict string
-	Rule    string
+	Rule    rules.ID
 	Detail  string
 	Result  *engine.Result
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -43,19 +42,18 @@ func TestTable(t *testing.T) {
 		}
 	}
 	var names []string
-	rule := regexp.MustCompile(`^([DBS]-[A-Z0-9-]+|liveness|panic)$`)
 	caught := 0
 	for _, b := range Bugs {
 		names = append(names, b.Name)
 		switch {
-		case b.What == "" || !rule.MatchString(b.Breaks):
+		case b.What == "" || !b.Breaks.Valid():
 			t.Errorf("%s: needs What and a SPEC id in Breaks %s", b.Name, repro)
 		case b.Caught() == (b.Blind != ""):
 			t.Errorf("%s: give either Trips (caught) or Blind (escape), not both or neither %s", b.Name, repro)
 		}
 		for _, r := range b.Trips {
-			if !rule.MatchString(r) {
-				t.Errorf("%s: trip %q is neither a SPEC id nor liveness/panic %s", b.Name, r, repro)
+			if !r.Valid() {
+				t.Errorf("%s: trip %v is not a rule of the contract %s", b.Name, r, repro)
 			}
 		}
 		if b.Caught() {

@@ -11,6 +11,9 @@ import (
 const redisScheme = "redis://"
 
 func driversCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	if isHelp(args) {
+		return noFlagsHelp("drivers", stdout)
+	}
 	if len(args) > 0 {
 		fmt.Fprintf(stderr, "storesim drivers: takes no arguments, got %q\n", args)
 		return exitUsage

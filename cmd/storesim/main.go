@@ -19,19 +19,22 @@
 //
 // # Exit codes
 //
-// The outcome classes are kept apart (TigerBeetle's VOPR does the same):
+// The outcome classes are kept apart (TigerBeetle's VOPR does the same);
+// every command's -h lists them:
 //
-//	0  every seed passed (certified; every scenario passed)
-//	1  a safety or contract failure (linearizability, memory, D-/B-/S- rule),
-//	   an inconclusive linearizability check (verdict "unknown": a porcupine
-//	   timeout is never a pass), or a determinism mismatch
-//	3  a liveness failure (a hang, an attempt without outcome) and no safety
-//	   failure
+//	0  pass: every seed passed (certified; every scenario passed)
+//	1  a safety or contract failure (linearizability, memory, a D-/B-/S-
+//	   rule), or a determinism mismatch
 //	2  a usage or input error: a bad flag, a bad seed spec, an unknown driver
-//	   or profile, a malformed op log or scenario file, a run that could not
-//	   be set up (harness error); one error line says what is wrong
+//	   or profile, a malformed op log or scenario file, an op log that cannot
+//	   be run as written; one error line says what is wrong
+//	3  a liveness failure (a hang, an attempt without outcome)
+//	4  the harness itself failed: it could not set up or finish a run (a
+//	   crash of storesim, not a verdict on the code under test)
+//	5  inconclusive: a linearizability check timed out (verdict "unknown": a
+//	   porcupine timeout is never a pass) and nothing failed
 //
-// When a run has several classes, 1 wins over 3, and 3 over 2.
+// When a run has several classes, the first of 1, 3, 4, 5, 2 wins.
 //
 // # Output
 //
@@ -61,11 +64,24 @@ var version = "dev"
 
 // Exit codes (see the package doc).
 const (
-	exitPass     = 0
-	exitSafety   = 1
-	exitUsage    = 2
-	exitLiveness = 3
+	exitPass         = 0
+	exitSafety       = 1 // safety or contract failure, determinism mismatch
+	exitUsage        = 2 // usage or input error
+	exitLiveness     = 3
+	exitHarness      = 4 // the harness itself failed
+	exitInconclusive = 5 // porcupine Unknown, nothing failed
 )
+
+// exitCodes is the table every command's -h prints (and the README).
+const exitCodes = `exit codes:
+  0  pass
+  1  safety or contract failure (linearizability, memory, a D-/B-/S- rule), or a determinism mismatch
+  2  usage or input error (bad flag, seed spec, driver, profile, op log or scenario file)
+  3  liveness failure (a hang, an attempt without outcome)
+  4  the harness itself failed (it could not set up or finish a run)
+  5  inconclusive (a linearizability check timed out) and nothing failed
+  several: the first of 1, 3, 4, 5, 2
+`
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -130,10 +146,13 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "exit codes: 0 pass, 1 safety/contract failure or unknown verdict, 3 liveness failure, 2 usage or input error")
+	fmt.Fprint(w, exitCodes)
 }
 
 func versionCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	if isHelp(args) {
+		return noFlagsHelp("version", stdout)
+	}
 	if len(args) > 0 {
 		fmt.Fprintf(stderr, "storesim version: takes no arguments, got %q\n", args)
 		return exitUsage
@@ -163,6 +182,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, er
 				fmt.Fprintf(stdout, "usage of storesim %s:\n", fs.Name())
 				fs.SetOutput(stdout)
 				fs.PrintDefaults()
+				fmt.Fprint(stdout, exitCodes)
 				return nil, err
 			}
 			return nil, usagef("%v", err)
@@ -174,6 +194,18 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, er
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// isHelp: a command without flags was asked for its help.
+func isHelp(args []string) bool {
+	return len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help")
+}
+
+// noFlagsHelp is the -h of a command without flags.
+func noFlagsHelp(cmd string, stdout io.Writer) int {
+	fmt.Fprintf(stdout, "usage of storesim %s: no flags, no arguments\n", cmd)
+	fmt.Fprint(stdout, exitCodes)
+	return exitPass
 }
 
 // flagErr turns a parse error into the exit code, printing one line.

@@ -108,7 +108,7 @@ func readLog(path string) (*workload.Log, error) {
 // inputErr prints one line for a usage or input error and returns 2.
 func inputErr(cmd string, err error, stderr io.Writer) int {
 	var u *usageError
-	if errors.As(err, &u) {
+	if errors.As(err, &u) || errors.Is(err, flag.ErrHelp) {
 		return flagErr(cmd, err, stderr)
 	}
 	fmt.Fprintf(stderr, "storesim %s: %v\n", cmd, err)
@@ -120,12 +120,19 @@ func verdictExit(r *engine.Result) int {
 	switch r.Verdict {
 	case engine.Pass:
 		return exitPass
+	case engine.Safety:
+		return exitSafety
 	case engine.Liveness:
 		return exitLiveness
+	case engine.Unknown:
+		return exitInconclusive
 	case engine.HarnessError:
-		return exitUsage
+		if errors.Is(r.Err, engine.ErrBadLog) {
+			return exitUsage // the op log cannot be run as written
+		}
+		return exitHarness
 	}
-	return exitSafety // safety, unknown
+	return exitHarness // a verdict this CLI does not know
 }
 
 // writeReport writes the harness report with the repro line that fits the
@@ -164,7 +171,7 @@ func replayCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		writeReport(stdout, res, repro)
 	}
 	if res.Verdict == engine.HarnessError {
-		fmt.Fprintf(stderr, "storesim replay: the run could not be set up: %v\n", res.Err)
+		fmt.Fprintf(stderr, "storesim replay: the harness could not run it: %v\n", res.Err)
 	}
 	if *viz != "" {
 		if err := writeFile(*viz, res.WriteVisualization); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/scenarios"
 )
 
@@ -30,7 +31,7 @@ func TestShrinkScenario(t *testing.T) {
 		t.Errorf("scenario header lacks the rule and origin:\n%s %s", text, repro(t))
 	}
 	res, err := scenarios.RunFile(scen, scenarios.Options{})
-	if err != nil || !res.Passed() || !slices.Contains(res.Rules, "D-ACCESS-END") {
+	if err != nil || !res.Passed() || !slices.Contains(res.Rules, rules.DAccessEnd) {
 		t.Fatalf("scenario: err %v, passed %v, rules %v; want a pass that reports D-ACCESS-END\n%s %s", err, res.Passed(), res.Rules, text, repro(t))
 	}
 	_, check, _ := strings.Cut(string(text), "\ncheck\n----\n")

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim/arena"
 )
 
@@ -69,9 +70,9 @@ func (w *world) judgeEndedAfterError() {
 			}
 		}
 	}
-	for _, v := range w.rec.MemoryViolations(w.arenas...) {
-		if v.Rule == "D-ACCESS-END" && faulted[v.Call] {
-			w.fail("D-ACCESS", "call %d stopped waiting after a transport error (a row is FAULT) and reported ENDED, but its transfer touched memory afterwards: its access was UNPROVABLE (%s)", v.Call, v.Detail)
+	for _, v := range w.ep.Recorder.MemoryViolations(w.arenas...) {
+		if v.Rule == rules.DAccessEnd && faulted[drivers.CallID(v.Call)] {
+			w.fail(rules.DAccess, "call %d stopped waiting after a transport error (a row is FAULT) and reported ENDED, but its transfer touched memory afterwards: its access was UNPROVABLE (%s)", v.Call, v.Detail)
 		}
 	}
 }
@@ -238,7 +239,7 @@ func caseCancelMidCall(w *world) {
 		for i, r := range ct.b.Rows {
 			if i < len(res) && res[i] == drivers.OK {
 				if present, known := w.truth(r.Key); known && !present {
-					w.fail("D-CAN-2", "call %d row %d: a cancelled PUBLISH answered OK but key %q is not in the store: a cancel never rolls back a stored object", ct.c.ID(), i, r.Key)
+					w.fail(rules.DCan2, "call %d row %d: a cancelled PUBLISH answered OK but key %q is not in the store: a cancel never rolls back a stored object", ct.c.ID(), i, r.Key)
 				}
 			}
 		}

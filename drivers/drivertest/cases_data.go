@@ -7,10 +7,11 @@ import (
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
+	"github.com/storesim/storesim/drivers/rules"
 )
 
-// The data-model groups: geometry, batch validity, the submit rules and
-// row statuses.
+// The data-model groups: geometry, batch validity and the submit rules (row
+// statuses, miss honesty and capabilities: cases_status.go).
 
 // D-GEOM: bad geometry is refused with "bad region geometry" naming the
 // region, nothing is registered, and the memory stays free.
@@ -31,12 +32,12 @@ func caseBadGeometry(w *world) {
 	for _, r := range bad {
 		h, err := w.registerRegion(r, nil)
 		if err == nil {
-			w.fail("D-GEOM", "Register accepted region %q with bad geometry (%d slots of %d bytes over %d bytes)", r.Label, r.Slots, r.SlotBytes, memLen(r))
+			w.fail(rules.DGeom, "Register accepted region %q with bad geometry (%d slots of %d bytes over %d bytes)", r.Label, r.Slots, r.SlotBytes, memLen(r))
 			_ = w.unregister(h)
 			continue
 		}
 		if !strings.Contains(err.Error(), "bad region geometry") || (r.Label != "" && !strings.Contains(err.Error(), r.Label)) {
-			w.fail("D-GEOM", "refusal of region %q does not say \"bad region geometry\" and name the region: %v", r.Label, err)
+			w.fail(rules.DGeom, "refusal of region %q does not say \"bad region geometry\" and name the region: %v", r.Label, err)
 		}
 	}
 	good := drivers.Region{Label: "good", SlotBytes: sb, Slots: len(mem) / sb, Mem: mem}
@@ -55,7 +56,7 @@ func (w *world) registersAgain(r drivers.Region, after string) {
 			return
 		}
 	}
-	w.fail("D-REG-2", "%s, a valid region %q over that memory was refused 4 times (last: %v): something stayed registered", after, r.Label, err)
+	w.fail(rules.DReg2, "%s, a valid region %q over that memory was refused 4 times (last: %v): something stayed registered", after, r.Label, err)
 }
 
 func memLen(r drivers.Region) int {
@@ -78,12 +79,12 @@ func caseTogetherGeometry(w *world) {
 		}
 		hs, err := w.tog.RegisterTogether(set)
 		if err == nil {
-			w.fail("D-GEOM", "RegisterTogether accepted regions %q and %q, which %s", set[0].Label, set[1].Label, map[bool]string{true: "share memory", false: "share a label"}[set[1].Label != "a"])
+			w.fail(rules.DGeom, "RegisterTogether accepted regions %q and %q, which %s", set[0].Label, set[1].Label, map[bool]string{true: "share memory", false: "share a label"}[set[1].Label != "a"])
 			_ = w.unregisterTogether(hs)
 			continue
 		}
 		if !errors.Is(err, drivers.ErrBadGeometry) {
-			w.fail("D-GEOM", "RegisterTogether refused regions with bad geometry with an error that does not wrap ErrBadGeometry: %v", err)
+			w.fail(rules.DGeom, "RegisterTogether refused regions with bad geometry with an error that does not wrap ErrBadGeometry: %v", err)
 		}
 	}
 }
@@ -106,13 +107,13 @@ func caseRepeatedKey(w *world) {
 	before := w.touches.Load()
 	ct := w.submit(dir, rows)
 	if ct.err == nil {
-		w.fail("D-BATCH-KEYS", "%v batch naming key %q in rows %d and %d was accepted (call %d)", dir, keys[i], i, j, ct.c.ID())
+		w.fail(rules.DBatchKeys, "%v batch naming key %q in rows %d and %d was accepted (call %d)", dir, keys[i], i, j, ct.c.ID())
 		w.settle()
 		return
 	}
 	w.settle()
 	if n := w.touches.Load() - before; n != 0 {
-		w.fail("D-SUB-1", "a batch refused for a repeated key touched memory %d times", n)
+		w.fail(rules.DSub1, "a batch refused for a repeated key touched memory %d times", n)
 	}
 	// Across calls a repeated key is legal: both calls must be accepted.
 	k := w.key()
@@ -120,7 +121,7 @@ func caseRepeatedKey(w *world) {
 	c2 := w.submit(dir, w.rows(a, h, k))
 	for _, ct := range []*callT{c1, c2} {
 		if errors.Is(ct.err, drivers.ErrInvalidSubmission) {
-			w.fail("D-BATCH-KEYS", "a one-row batch on key %q was refused as invalid while another call names the key: D-BATCH-KEYS is per batch (%v)", k, ct.err)
+			w.fail(rules.DBatchKeys, "a one-row batch on key %q was refused as invalid while another call names the key: D-BATCH-KEYS is per batch (%v)", k, ct.err)
 		}
 	}
 	w.settle()
@@ -169,12 +170,12 @@ func caseInvalidBatches(w *world) {
 	for _, bc := range cases {
 		ct := w.submit(bc.b.Dir, bc.b.Rows)
 		if ct.err == nil {
-			w.fail("D-BATCH-VALID", "a batch with %s was accepted (call %d)", bc.what, ct.c.ID())
+			w.fail(rules.DBatchValid, "a batch with %s was accepted (call %d)", bc.what, ct.c.ID())
 		}
 	}
 	w.settle()
 	if n := w.touches.Load() - before; n != 0 && len(w.calls) == 0 {
-		w.fail("D-SUB-1", "refused batches touched memory %d times", n)
+		w.fail(rules.DSub1, "refused batches touched memory %d times", n)
 	}
 }
 
@@ -186,9 +187,9 @@ func caseStaleHandleSubmit(w *world) {
 	}
 	ct := w.submit(w.anyDir(), w.rows(a, h, w.key()))
 	if ct.err == nil {
-		w.fail("D-BATCH-VALID", "a batch on closed handle %d was accepted (call %d)", h, ct.c.ID())
+		w.fail(rules.DBatchValid, "a batch on closed handle %d was accepted (call %d)", h, ct.c.ID())
 	} else if !errors.Is(ct.err, drivers.ErrInvalidSubmission) {
-		w.fail("D-BATCH-VALID", "a batch on closed handle %d was refused with %v, want ErrInvalidSubmission", h, ct.err)
+		w.fail(rules.DBatchValid, "a batch on closed handle %d was refused with %v, want ErrInvalidSubmission", h, ct.err)
 	}
 	w.settle()
 }
@@ -222,16 +223,16 @@ func caseValidateFirst(w *world) {
 	ct := w.submit(dir, rows)
 	w.settle()
 	if ct.err == nil {
-		w.fail("D-SUB-1", "a batch whose row %d is invalid was accepted (call %d)", bad, ct.c.ID())
+		w.fail(rules.DSub1, "a batch whose row %d is invalid was accepted (call %d)", bad, ct.c.ID())
 		return
 	}
 	if n := w.touches.Load() - before; n != 0 {
-		w.fail("D-SUB-1", "a batch refused for its invalid row %d touched memory %d times before refusing", bad, n)
+		w.fail(rules.DSub1, "a batch refused for its invalid row %d touched memory %d times before refusing", bad, n)
 	}
 	if dir == drivers.Publish {
 		for _, k := range keys {
 			if present, known := w.truth(k); known && present {
-				w.fail("D-SUB-1", "a PUBLISH refused for its invalid row %d stored key %q anyway", bad, k)
+				w.fail(rules.DSub1, "a PUBLISH refused for its invalid row %d stored key %q anyway", bad, k)
 			}
 		}
 	}
@@ -252,7 +253,7 @@ func caseRefusedNothingEscaped(w *world) {
 	w.startDrain()
 	ct := w.submit(drivers.Publish, w.rows(a, h, w.key()))
 	if ct.err == nil {
-		w.fail("D-DRAIN-1", "Submit after Drain was accepted (call %d); want ErrClosed", ct.c.ID())
+		w.fail(rules.DDrain1, "Submit after Drain was accepted (call %d); want ErrClosed", ct.c.ID())
 	} else {
 		refused = append(refused, ct)
 	}
@@ -264,11 +265,11 @@ func caseRefusedNothingEscaped(w *world) {
 		}
 		clean++
 		if n := ct.changes.Load(); n > 0 {
-			w.fail("D-SUB-2", "a Submit refused with %v called its onChange %d times", ct.err, n)
+			w.fail(rules.DSub2, "a Submit refused with %v called its onChange %d times", ct.err, n)
 		}
 		for _, r := range ct.b.Rows {
 			if present, known := w.truth(r.Key); known && present {
-				w.fail("D-SUB-2", "a PUBLISH refused with %v stored key %q anyway", ct.err, r.Key)
+				w.fail(rules.DSub2, "a PUBLISH refused with %v stored key %q anyway", ct.err, r.Key)
 			}
 		}
 	}
@@ -356,7 +357,7 @@ func caseFirstWriterWins(w *world) {
 		res := ct.c.Results()
 		for i, k := range keys {
 			if i < len(res) && res[i] == drivers.Fault && w.store != nil && w.faults == (memdriver.FaultMix{}) {
-				w.fail("D-SUB-4", "round %d: PUBLISH of held key %q answered FAULT with no fault injected; want OK or MISS", round, k)
+				w.fail(rules.DSub4, "round %d: PUBLISH of held key %q answered FAULT with no fault injected; want OK or MISS", round, k)
 			}
 		}
 	}
@@ -366,12 +367,12 @@ func caseFirstWriterWins(w *world) {
 			continue
 		}
 		if obj, known := w.object(k); known && !bytes.Equal(obj, want) {
-			w.fail("D-SUB-4", "the store's object under %q changed after a later PUBLISH of the key: first writer must win", k)
+			w.fail(rules.DSub4, "the store's object under %q changed after a later PUBLISH of the key: first writer must win", k)
 			continue
 		}
 		if w.caps.CanFetch {
 			if got, st := w.readBack(k, 32); st == drivers.OK && !bytes.Equal(got, want) {
-				w.fail("D-SUB-4", "FETCH of %q after a second PUBLISH returned a different object than the first: the publish rewrote it", k)
+				w.fail(rules.DSub4, "FETCH of %q after a second PUBLISH returned a different object than the first: the publish rewrote it", k)
 			}
 		}
 	}
@@ -397,11 +398,11 @@ func caseConcurrentPublishes(w *world) {
 		return
 	}
 	if obj, known := w.object(k); known && !bytes.Equal(obj, want) {
-		w.fail("D-SUB-4", "a later PUBLISH of %q replaced the object the concurrent publishes left", k)
+		w.fail(rules.DSub4, "a later PUBLISH of %q replaced the object the concurrent publishes left", k)
 	}
 	if w.caps.CanFetch {
 		if got, st := w.readBack(k, 32); st == drivers.OK && !bytes.Equal(got, want) {
-			w.fail("D-SUB-4", "FETCH of %q returned another object than the one the store kept", k)
+			w.fail(rules.DSub4, "FETCH of %q returned another object than the one the store kept", k)
 		}
 	}
 }
@@ -430,7 +431,7 @@ func caseAtomicVisibility(w *world) {
 		}
 		for _, k := range keys {
 			if obj, ok := w.store.Get(k); ok && !bytes.Equal(obj, want[k]) {
-				w.fail("D-SUB-5", "key %q became visible in the store with %d of %d bytes differing from the object being published", k, diffBytes(obj, want[k]), len(want[k]))
+				w.fail(rules.DSub5, "key %q became visible in the store with %d of %d bytes differing from the object being published", k, diffBytes(obj, want[k]), len(want[k]))
 			}
 		}
 	}
@@ -458,7 +459,7 @@ func caseAtomicVisibility(w *world) {
 		}
 		k := ct.b.Rows[0].Key
 		if got := rd.Peek(ct.b.Rows[0].Slot); !bytes.Equal(got, want[k]) {
-			w.fail("D-SUB-5", "a FETCH of %q racing its PUBLISH answered OK with a torn object (%d of %d bytes differ)", k, diffBytes(got, want[k]), len(got))
+			w.fail(rules.DSub5, "a FETCH of %q racing its PUBLISH answered OK with a torn object (%d of %d bytes differ)", k, diffBytes(got, want[k]), len(got))
 		}
 	}
 }
@@ -492,194 +493,4 @@ func caseInsideSlot(w *world) {
 	if w.caps.CanPublish {
 		w.run(drivers.Publish, w.rows(b, hb, w.keys(w.batchSize(4))...))
 	}
-}
-
-// D-STATUS: FETCH of present keys answers OK with the whole object in the
-// slot.
-func caseFetchPresent(w *world) {
-	a, h := w.region(64, 32)
-	keys := w.present(a, h, w.batchSize(4)+w.pick(4, 0))
-	for i := 0; i < len(keys); i += w.caps.MaxRowsPerOp {
-		ct := w.run(drivers.Fetch, w.rows(a, h, keys[i:min(len(keys), i+w.caps.MaxRowsPerOp)]...))
-		w.checkFetch(ct, nil)
-	}
-}
-
-// D-STATUS: FETCH of absent keys: MISS leaves the slot untouched, and OK is
-// impossible.
-func caseFetchAbsent(w *world) {
-	a, h := w.region(32, 32)
-	keys := w.keys(w.batchSize(4))
-	rows := w.rows(a, h, keys...)
-	fill(a, rowSlots(rows))
-	ct := w.run(drivers.Fetch, rows)
-	w.checkFetch(ct, nil)
-	if ct.err != nil {
-		return
-	}
-	res := ct.c.Results()
-	pat := bytes.Repeat([]byte{0xA5}, 32)
-	for i, r := range rows {
-		if i < len(res) && (res[i] == drivers.Miss || res[i] == drivers.NotAttempted) && !bytes.Equal(a.Peek(r.Slot), pat) {
-			w.fail("D-STATUS", "FETCH row %d (absent key %q) answered %v but its slot was written", i, r.Key, res[i])
-		}
-	}
-}
-
-// D-STATUS: one result per row, in batch order: a batch mixing present and
-// absent keys gets each row's own answer.
-func caseMixedBatch(w *world) {
-	if w.caps.MaxRowsPerOp < 2 {
-		w.skip("MaxRowsPerOp is 1: no batch can mix keys")
-	}
-	a, h := w.region(64, 32)
-	n := w.rowsMax(6)
-	present := w.present(a, h, (n+1)/2)
-	keys := append([]string(nil), present...)
-	for len(keys) < n {
-		keys = append(keys, w.key())
-	}
-	if w.directed {
-		// present and absent alternate, so a shifted answer is wrong
-		keys = interleave(present, keys[len(present):])
-	} else {
-		w.shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
-	}
-	ct := w.run(drivers.Fetch, w.rows(a, h, keys...))
-	w.checkFetch(ct, nil)
-}
-
-func interleave(a, b []string) []string {
-	var out []string
-	for i := 0; i < len(a) || i < len(b); i++ {
-		if i < len(a) {
-			out = append(out, a[i])
-		}
-		if i < len(b) {
-			out = append(out, b[i])
-		}
-	}
-	return out
-}
-
-// D-STATUS: an object whose size is not the slot's is never OK.
-func caseSizeMismatch(w *world) {
-	small, hs := w.region(16, 32)
-	keys := w.present(small, hs, w.batchSize(2))
-	for _, sb := range []int{64, 16} {
-		big, hb := w.region(16, sb)
-		ct := w.run(drivers.Fetch, w.rows(big, hb, keys...))
-		w.checkFetch(ct, nil)
-	}
-}
-
-// D-STATUS: PUBLISH OK means the store holds the object under the key.
-func casePublishOK(w *world) {
-	a, h := w.region(32, 32)
-	keys := w.keys(w.batchSize(4))
-	ct := w.run(drivers.Publish, w.rows(a, h, keys...))
-	if ct.err != nil {
-		return
-	}
-	res := ct.c.Results()
-	for i, k := range keys {
-		if i >= len(res) || res[i] != drivers.OK {
-			continue
-		}
-		if present, known := w.truth(k); known && !present {
-			w.fail("D-STATUS", "PUBLISH row %d (key %q) answered OK but the store does not hold the key", i, k)
-			continue
-		}
-		obj, ok := w.object(k)
-		if !ok && w.caps.CanFetch {
-			obj, _ = w.readBack(k, 32)
-			ok = obj != nil
-		}
-		if ok && !bytes.Equal(obj, ct.content[i]) {
-			w.fail("D-STATUS", "PUBLISH row %d (key %q) answered OK but the store holds another object", i, k)
-		}
-	}
-}
-
-// D-MISS-HONEST: FETCH of an absent key is MISS (AbsentIsMiss), never
-// FAULT; the monitor judges each row against the store.
-func caseAbsentIsMiss(w *world) {
-	if !w.caps.AbsentIsMiss {
-		w.skip("the driver declares AbsentIsMiss=false: a FETCH of an absent key may FAULT")
-	}
-	a, h := w.region(32, 32)
-	for range 1 + w.pick(3, 1) {
-		ct := w.run(drivers.Fetch, w.rows(a, h, w.keys(w.batchSize(4))...))
-		w.checkFetch(ct, nil)
-	}
-}
-
-// D-MISS-HONEST: a transport error on a present key is FAULT, never MISS
-// (with injected row faults; the monitor judges each row).
-func caseFaultIsNotMiss(w *world) {
-	a, h := w.region(96, 32)
-	keys := w.present(a, h, 4+w.pick(6, 4))
-	for i := 0; i < len(keys); i += w.caps.MaxRowsPerOp {
-		w.submit(drivers.Fetch, w.rows(a, h, keys[i:min(len(keys), i+w.caps.MaxRowsPerOp)]...))
-	}
-	w.settle()
-}
-
-// capabilities: the declaration is usable and honoured: full-size batches
-// (exactly MaxRowsPerOp rows) work as well as smaller ones.
-func caseFullSizeBatches(w *world) {
-	if err := w.caps.Check(); err != nil {
-		w.fail("capabilities", "the declared capabilities are unusable: %v", err)
-		return
-	}
-	m := w.caps.MaxRowsPerOp
-	if m > 48 {
-		w.skip("MaxRowsPerOp is %d: full-size batches are not built above 48 rows", m)
-	}
-	a, h := w.region(40*m+32, 32)
-	small := func() int {
-		if m == 1 {
-			return 1
-		}
-		return 1 + w.pick(m-1, 0)
-	}
-	rounds := 6 + w.pick(4, 0)
-	var full [][]string
-	if w.caps.CanPublish {
-		for range rounds {
-			ks := w.keys(m)
-			full = append(full, ks)
-			w.submit(drivers.Publish, w.rows(a, h, ks...))
-			w.submit(drivers.Publish, w.rows(a, h, w.keys(small())...))
-		}
-		w.settle()
-	} else {
-		for range rounds {
-			full = append(full, w.present(a, h, m))
-		}
-	}
-	if w.caps.CanFetch {
-		for _, ks := range full {
-			if len(ks) != m {
-				continue
-			}
-			ct := w.run(drivers.Fetch, w.rows(a, h, ks...))
-			w.checkFetch(ct, nil)
-			w.run(drivers.Fetch, w.rows(a, h, ks[:small()]...))
-		}
-	}
-	if _, err := w.d.Contains(bg(), w.keys(m)); err != nil && w.store != nil && w.faults == (memdriver.FaultMix{}) {
-		w.fail("capabilities", "a lookup of MaxRowsPerOp=%d keys failed with no fault injected: %v", m, err)
-	}
-}
-
-// capabilities: a driver that does not declare CanCancel never answers
-// REQUESTED (the monitor judges); one that does may.
-func caseCancelDeclaration(w *world) {
-	a, h := w.region(16, 32)
-	ct := w.submit(w.anyDir(), w.rows(a, h, w.keys(w.batchSize(2))...))
-	if ct.err == nil {
-		ct.c.Cancel()
-	}
-	w.settle()
 }

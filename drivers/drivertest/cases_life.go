@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/monitor"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim/arena"
 )
 
-// The lifecycle groups: registration, together-registration, quarantine,
-// lookups, drain and shutdown.
+// The lifecycle groups: registration, together-registration and quarantine
+// (lookups, drain and shutdown: cases_shutdown.go).
 
 // D-REG-1: a registration overlapping a live one is refused without asking
 // the store, whether it overlaps partly, wholly, or is the same region again.
@@ -44,10 +44,10 @@ func caseOverlapRefused(w *world) {
 			r = base // the very same region: a duplicate registration
 		}
 		if h2, err := w.registerRegion(r, nil); err == nil {
-			w.fail("D-REG-1", "Register accepted region %q over %s of live region %q (handle %d)", r.Label, s.what, base.Label, h2)
+			w.fail(rules.DReg1, "Register accepted region %q over %s of live region %q (handle %d)", r.Label, s.what, base.Label, h2)
 			_ = w.unregister(h2)
 		} else if !errors.Is(err, drivers.ErrRegistrationRefused) {
-			w.fail("D-REG-1", "an overlapping registration was refused with %v, which does not wrap ErrRegistrationRefused", err)
+			w.fail(rules.DReg1, "an overlapping registration was refused with %v, which does not wrap ErrRegistrationRefused", err)
 		}
 	}
 	if w.tog != nil {
@@ -56,7 +56,7 @@ func caseOverlapRefused(w *world) {
 			w.pc.Registering(r)
 		}
 		if hs, err := w.tog.RegisterTogether(rs); err == nil {
-			w.fail("D-REG-1", "RegisterTogether accepted region t2, which overlaps live region %q", base.Label)
+			w.fail(rules.DReg1, "RegisterTogether accepted region t2, which overlaps live region %q", base.Label)
 			_ = w.unregisterTogether(hs)
 		}
 	}
@@ -87,7 +87,7 @@ func caseRefusedLeavesNothing(w *world) {
 			streak++
 		}
 		if streak >= 24 {
-			w.fail("D-REG-2", "after a refused registration every later registration of the same memory was refused (%d in a row, last: %v): the refusal left something registered", streak, err)
+			w.fail(rules.DReg2, "after a refused registration every later registration of the same memory was refused (%d in a row, last: %v): the refusal left something registered", streak, err)
 			return
 		}
 	}
@@ -123,7 +123,7 @@ func caseStaleClose(w *world) {
 	h2 := w.mustRegister(a)
 	for range 1 + w.pick(2, 0) {
 		if err := w.unregister(h1); err != nil {
-			w.fail("D-REG-3", "closing stale handle %d failed: %v; closing is idempotent and a stale close is a no-op", h1, err)
+			w.fail(rules.DReg3, "closing stale handle %d failed: %v; closing is idempotent and a stale close is a no-op", h1, err)
 		}
 	}
 	// h2 must still be live: a call on it is accepted, and the memory
@@ -131,17 +131,17 @@ func caseStaleClose(w *world) {
 	ct := w.submit(w.anyDir(), w.rows(a, h2, w.key()))
 	w.settle()
 	if errors.Is(ct.err, drivers.ErrInvalidSubmission) {
-		w.fail("D-REG-3", "after closing stale handle %d, a call on the newer handle %d of the same memory was refused as invalid: %v", h1, h2, ct.err)
+		w.fail(rules.DReg3, "after closing stale handle %d, a call on the newer handle %d of the same memory was refused as invalid: %v", h1, h2, ct.err)
 	}
 	if h3, err := w.register(a); err == nil {
-		w.fail("D-REG-3", "after closing stale handle %d, the memory of handle %d could be registered again (handle %d): the stale close took the newer registration down", h1, h2, h3)
+		w.fail(rules.DReg3, "after closing stale handle %d, the memory of handle %d could be registered again (handle %d): the stale close took the newer registration down", h1, h2, h3)
 		_ = w.unregister(h3)
 	}
 	if err := w.unregister(h2); err != nil {
 		return
 	}
 	if err := w.unregister(h2); err != nil {
-		w.fail("D-REG-3", "closing handle %d a second time failed: %v (closing is idempotent)", h2, err)
+		w.fail(rules.DReg3, "closing handle %d a second time failed: %v (closing is idempotent)", h2, err)
 	}
 }
 
@@ -158,7 +158,7 @@ func caseCloseHonest(w *world) {
 		}
 		if err != nil {
 			if prevOK {
-				w.fail("D-REG-4", "cycle %d: a close reported success, yet registering the same memory again was refused (it was not closed): %v", cycle, err)
+				w.fail(rules.DReg4, "cycle %d: a close reported success, yet registering the same memory again was refused (it was not closed): %v", cycle, err)
 				return
 			}
 			w.skip("registering a fresh region was refused: %v", err)
@@ -180,7 +180,7 @@ func caseCloseHonest(w *world) {
 			if w.caps.CanPublish {
 				ct := w.run(drivers.Publish, w.rows(a, h, w.key()))
 				if errors.Is(ct.err, drivers.ErrInvalidSubmission) {
-					w.fail("D-REG-4", "after a failed close of handle %d, a call on it was refused as invalid: a failed close must leave the binding live", h)
+					w.fail(rules.DReg4, "after a failed close of handle %d, a call on it was refused as invalid: a failed close must leave the binding live", h)
 				}
 			}
 		}
@@ -193,7 +193,7 @@ func caseCloseHonest(w *world) {
 		h, err = w.register(a)
 	}
 	if err != nil {
-		w.fail("D-REG-4", "a close reported success, yet registering the same memory again was refused 4 times (last: %v)", err)
+		w.fail(rules.DReg4, "a close reported success, yet registering the same memory again was refused 4 times (last: %v)", err)
 		return
 	}
 	_ = w.unregister(h)
@@ -216,12 +216,12 @@ func caseRegisterAfterShutdown(w *world) {
 	})
 	w.shutdown()
 	if hl, err := w.register(late); err == nil {
-		w.fail("D-REG-5", "Register after Shutdown returned succeeded (handle %d)", hl)
+		w.fail(rules.DReg5, "Register after Shutdown returned succeeded (handle %d)", hl)
 	}
 	if w.tog != nil {
 		extra := w.arena("late2", 8, 32)
 		if _, err := w.registerTogether([]*arena.Arena{extra}); err == nil {
-			w.fail("D-REG-5", "RegisterTogether after Shutdown returned succeeded")
+			w.fail(rules.DReg5, "RegisterTogether after Shutdown returned succeeded")
 		}
 	}
 	w.until(func() bool {
@@ -233,7 +233,7 @@ func caseRegisterAfterShutdown(w *world) {
 		}
 	})
 	if w.sched != nil && rerr == nil {
-		w.fail("D-REG-5", "a registration that ran after Shutdown returned succeeded (handle %d)", rh)
+		w.fail(rules.DReg5, "a registration that ran after Shutdown returned succeeded (handle %d)", rh)
 	}
 }
 
@@ -253,10 +253,10 @@ func caseBusyClose(w *world) {
 	err := w.unregister(h)
 	switch {
 	case busy && err == nil:
-		w.fail("D-REG-6", "Unregister of handle %d succeeded while call %d, whose access is not ENDED, names it (want ErrBusy)", h, ct.c.ID())
+		w.fail(rules.DReg6, "Unregister of handle %d succeeded while call %d, whose access is not ENDED, names it (want ErrBusy)", h, ct.c.ID())
 		return
 	case busy && !errors.Is(err, drivers.ErrBusy) && !errors.Is(err, drivers.ErrUnregisterFailed):
-		w.fail("D-REG-6", "Unregister of a busy region failed with %v, want ErrBusy", err)
+		w.fail(rules.DReg6, "Unregister of a busy region failed with %v, want ErrBusy", err)
 	}
 	if err == nil {
 		return
@@ -264,14 +264,14 @@ func caseBusyClose(w *world) {
 	// still live: another call on it is accepted
 	ct2 := w.submit(w.anyDir(), w.rows(a, h, w.key()))
 	if errors.Is(ct2.err, drivers.ErrInvalidSubmission) {
-		w.fail("D-REG-6", "after a refused busy close, a call on handle %d was refused as invalid: the binding must stay live", h)
+		w.fail(rules.DReg6, "after a refused busy close, a call on handle %d was refused as invalid: the binding must stay live", h)
 	}
 	w.settle()
 	if ct.c.Access() != drivers.AccessEnded || (ct2.err == nil && ct2.c.Access() != drivers.AccessEnded) {
 		return
 	}
 	if err := w.unregister(h); errors.Is(err, drivers.ErrBusy) {
-		w.fail("D-REG-6", "Unregister of handle %d is still refused as busy after every call naming it ENDED: %v", h, err)
+		w.fail(rules.DReg6, "Unregister of handle %d is still refused as busy after every call naming it ENDED: %v", h, err)
 	}
 }
 
@@ -288,7 +288,7 @@ func caseBusyForever(w *world) {
 		w.skip("the call ended (Env.Faults.NeverEnds not honoured)")
 	}
 	if err := w.unregister(h); err == nil {
-		w.fail("D-REG-6", "Unregister of handle %d succeeded while call %d (access %v) names it", h, ct.c.ID(), ct.c.Access())
+		w.fail(rules.DReg6, "Unregister of handle %d succeeded while call %d (access %v) names it", h, ct.c.ID(), ct.c.Access())
 	}
 }
 
@@ -314,14 +314,14 @@ func caseTogetherSuccess(w *world) {
 	for i, a := range as {
 		ct := w.submit(w.anyDir(), w.rows(a, hs[i], w.key()))
 		if errors.Is(ct.err, drivers.ErrInvalidSubmission) {
-			w.fail("D-TOG-1", "handle %d, returned for region %q (#%d), was refused as invalid: handles must come one per region, in order", hs[i], a.Label(), i)
+			w.fail(rules.DTog1, "handle %d, returned for region %q (#%d), was refused as invalid: handles must come one per region, in order", hs[i], a.Label(), i)
 		}
 	}
 	w.settle()
 	if err := w.unregisterTogether(hs); err != nil {
 		var ind *drivers.InDoubtError
 		if !errors.As(err, &ind) {
-			w.fail("D-TOG-3", "UnregisterTogether of idle regions failed with %v, which is not an *InDoubtError naming what stayed", err)
+			w.fail(rules.DTog3, "UnregisterTogether of idle regions failed with %v, which is not an *InDoubtError naming what stayed", err)
 		}
 	}
 }
@@ -351,7 +351,7 @@ func caseTogetherFailureLeavesNothing(w *world) {
 				h, err = w.register(a)
 			}
 			if err != nil {
-				w.fail("D-TOG-1", "after RegisterTogether failed (%v), region %q could not be registered on its own: %v (the failure left it registered)", terr, a.Label(), err)
+				w.fail(rules.DTog1, "after RegisterTogether failed (%v), region %q could not be registered on its own: %v (the failure left it registered)", terr, a.Label(), err)
 				continue
 			}
 			left = append(left, h)
@@ -399,22 +399,22 @@ func caseRollbackInDoubt(w *world) {
 		labels = append(labels, a.Label())
 	}
 	if len(ind.Labels) == 0 {
-		w.fail("D-TOG-2", "an in-doubt registration names no region: %v", ind)
+		w.fail(rules.DTog2, "an in-doubt registration names no region: %v", ind)
 	}
 	for _, l := range ind.Labels {
 		if !slices.Contains(labels, l) {
-			w.fail("D-TOG-2", "the in-doubt error names region %q, which was not asked for (%v)", l, labels)
+			w.fail(rules.DTog2, "the in-doubt error names region %q, which was not asked for (%v)", l, labels)
 		}
 	}
 	out := w.shutdown()
-	bound, _ := w.raw.(monitor.BoundReporter)
+	bound, _ := w.ep.Driver.(monitor.BoundReporter)
 	for _, l := range ind.Labels {
 		i := slices.Index(labels, l)
 		if i < 0 || slices.ContainsFunc(out, func(s string) bool { return strings.HasPrefix(s, "region:"+l+":") }) {
 			continue
 		}
 		if bound != nil && bound.Bound(as[i].Region().Mem) {
-			w.fail("D-TOG-2", "region %q, in doubt, is still registered after Shutdown but no label names it", l)
+			w.fail(rules.DTog2, "region %q, in doubt, is still registered after Shutdown but no label names it", l)
 		}
 	}
 }
@@ -434,16 +434,16 @@ func caseUnregisterTogetherPartial(w *world) {
 		}
 		var ind *drivers.InDoubtError
 		if !errors.As(err, &ind) {
-			w.fail("D-TOG-3", "a failed UnregisterTogether returned %v, not an *InDoubtError naming the regions that stayed", err)
+			w.fail(rules.DTog3, "a failed UnregisterTogether returned %v, not an *InDoubtError naming the regions that stayed", err)
 			return
 		}
 		for _, l := range ind.Labels {
 			if !slices.ContainsFunc(as, func(a *arena.Arena) bool { return a.Label() == l }) {
-				w.fail("D-TOG-3", "the in-doubt unregistration names region %q, which was not asked for", l)
+				w.fail(rules.DTog3, "the in-doubt unregistration names region %q, which was not asked for", l)
 			}
 		}
 		if len(ind.Labels) == 0 {
-			w.fail("D-TOG-3", "a failed UnregisterTogether names no region")
+			w.fail(rules.DTog3, "a failed UnregisterTogether names no region")
 		}
 		return
 	}
@@ -470,17 +470,17 @@ func caseTogetherBusy(w *world) {
 	busy := as[busyIdx].Label()
 	if err == nil {
 		if ct.c.Access() != drivers.AccessEnded {
-			w.fail("D-TOG-4", "UnregisterTogether succeeded although call %d (access %v) names region %q", ct.c.ID(), ct.c.Access(), busy)
+			w.fail(rules.DTog4, "UnregisterTogether succeeded although call %d (access %v) names region %q", ct.c.ID(), ct.c.Access(), busy)
 		}
 		return
 	}
 	var ind *drivers.InDoubtError
 	if !errors.As(err, &ind) {
-		w.fail("D-TOG-4", "UnregisterTogether with a busy region returned %v, not an *InDoubtError naming it", err)
+		w.fail(rules.DTog4, "UnregisterTogether with a busy region returned %v, not an *InDoubtError naming it", err)
 		return
 	}
 	if !slices.Contains(ind.Labels, busy) && ct.c.Access() != drivers.AccessEnded {
-		w.fail("D-TOG-4", "UnregisterTogether did not name busy region %q (named %v)", busy, ind.Labels)
+		w.fail(rules.DTog4, "UnregisterTogether did not name busy region %q (named %v)", busy, ind.Labels)
 	}
 }
 
@@ -494,183 +494,15 @@ func caseQuarantine(w *world) {
 	}
 	fresh := w.arena("fresh", 8, 32)
 	if h, err := w.register(fresh); err == nil {
-		w.fail("D-QUAR", "Register succeeded (handle %d) after an in-doubt together-registration", h)
+		w.fail(rules.DQuar, "Register succeeded (handle %d) after an in-doubt together-registration", h)
 	}
 	other := w.arena("fresh2", 8, 32)
 	if _, err := w.registerTogether([]*arena.Arena{other}); err == nil {
-		w.fail("D-QUAR", "RegisterTogether succeeded after an in-doubt together-registration")
+		w.fail(rules.DQuar, "RegisterTogether succeeded after an in-doubt together-registration")
 	}
 	ct := w.submit(w.anyDir(), w.rows(keep, hk, w.key()))
 	if ct.err == nil {
-		w.fail("D-QUAR", "Submit was accepted (call %d) after an in-doubt together-registration", ct.c.ID())
+		w.fail(rules.DQuar, "Submit was accepted (call %d) after an in-doubt together-registration", ct.c.ID())
 	}
 	w.settle()
-}
-
-// D-LOOK-1: one bool per key, in order; a lookup of more than MaxRowsPerOp
-// keys is an error.
-func caseLookupShape(w *world) {
-	a, h := w.region(32, 32)
-	var present []string
-	if w.caps.CanPublish || w.store != nil {
-		present = w.present(a, h, w.rowsMax(4))
-	}
-	keys := append([]string(nil), present...)
-	for len(keys) < w.rowsMax(8) {
-		keys = append(keys, w.key())
-	}
-	keys = keys[:w.rowsMax(8)]
-	if w.directed {
-		keys = interleave(keys[:len(keys)/2], keys[len(keys)/2:])
-	} else {
-		w.shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
-	}
-	before := w.touches.Load()
-	found, err := w.d.Contains(bg(), keys)
-	if w.sched != nil && w.touches.Load() != before {
-		w.fail("D-LOOK-2", "Contains touched caller memory (%d touches during the lookup)", w.touches.Load()-before)
-	}
-	if err == nil && len(found) == len(keys) {
-		for i, k := range keys {
-			if p, known := w.truth(k); known && !p && found[i] {
-				w.fail("D-LOOK-1", "Contains answered present for key %d (%q), which the store does not hold: answers must be one per key, in order", i, k)
-			}
-		}
-	}
-	if m := w.caps.MaxRowsPerOp; m < 1024 {
-		if _, err := w.d.Contains(bg(), w.keys(m+1)); err == nil {
-			w.fail("D-LOOK-1", "Contains answered a lookup of %d keys, more than MaxRowsPerOp=%d", m+1, m)
-		}
-	}
-}
-
-// D-LOOK-2: an outage or a wrong-length answer is an error wrapping
-// ErrLookupFailed, never "absent" (the monitor compares with the store).
-func caseLookupOutage(w *world) {
-	a, h := w.region(32, 32)
-	present := w.present(a, h, w.rowsMax(4))
-	for range 4 + w.pick(8, 0) {
-		keys := append([]string(nil), present...)
-		if w.chance(0.5, false) {
-			keys = append(keys[:0:0], w.key())
-			keys = append(keys, present[:len(present)-1]...)
-		}
-		_, err := w.d.Contains(bg(), keys)
-		if err != nil && !errors.Is(err, drivers.ErrLookupFailed) {
-			w.fail("D-LOOK-2", "a failed lookup returned %v, which does not wrap ErrLookupFailed", err)
-		}
-	}
-}
-
-// D-DRAIN-1: Drain stops admission at once (Submit then fails with
-// ErrClosed), and reports honestly until every call has evidence.
-func caseDrainStopsAdmission(w *world) {
-	a, h := w.region(120, 32)
-	w.load(a, h, 6+w.pick(8, 0), 0.1)
-	for range w.pick(10, 3) {
-		w.step()
-	}
-	w.startDrain()
-	ct := w.submit(w.anyDir(), w.rows(a, h, w.key()))
-	if ct.err == nil {
-		w.fail("D-DRAIN-1", "Submit after Drain was accepted (call %d); want ErrClosed", ct.c.ID())
-	} else if !errors.Is(ct.err, drivers.ErrClosed) {
-		w.fail("D-DRAIN-1", "Submit after Drain failed with %v; want ErrClosed", ct.err)
-	}
-	w.settle()
-	if w.allEvidenced() && !w.drained() {
-		if st := w.drain(); !st.Done && w.sched != nil {
-			w.fail("D-DRAIN-1", "every call has access evidence and nothing is runnable, yet Drain still reports pending calls %v", st.Pending)
-		}
-	}
-}
-
-// D-DRAIN-1: a call that never gets evidence stays pending in every Drain,
-// never reported as ended.
-func caseDrainWithHungCall(w *world) {
-	a, h := w.region(32, 32)
-	for range 1 + w.pick(3, 0) {
-		w.submit(w.anyDir(), w.rows(a, h, w.keys(w.batchSize(2))...))
-	}
-	w.startDrain()
-	if w.sched != nil {
-		_ = w.sched.RunUntilIdle(maxSimSteps)
-	} else {
-		w.runFor(50 * time.Millisecond)
-	}
-	w.drain()
-}
-
-// D-DRAIN-2: Drain reports done only after the last callback of every call
-// ran; it is re-polled from every callback, as a backend does.
-func caseDrainAfterLastCallback(w *world) {
-	a, h := w.region(120, 32)
-	w.load(a, h, 6+w.pick(8, 0), 0.2)
-	for range w.pick(6, 1) {
-		w.step()
-	}
-	w.startDrain()
-	w.settle()
-	w.until(w.drained)
-}
-
-// D-SHUT-1: Shutdown releases what it can and labels everything it holds;
-// a clean driver returns no label.
-func caseShutdownClean(w *world) {
-	a, h := w.region(64, 32)
-	w.region(8, 32)
-	w.load(a, h, 4+w.pick(6, 0), 0.1)
-	w.settle()
-	w.shutdown()
-}
-
-// D-SHUT-1: calls in flight at Shutdown become UNPROVABLE and are labelled,
-// with the regions they name.
-func caseShutdownInFlight(w *world) {
-	a, h := w.region(64, 32)
-	w.load(a, h, 4+w.pick(6, 0), 0)
-	w.stepsBeforeShutdown(12, 4)
-	w.shutdown()
-}
-
-// D-SHUT-1: a region whose close fails forever is labelled.
-func caseShutdownStuckRegion(w *world) {
-	a, h := w.region(32, 32)
-	w.region(8, 32)
-	if w.caps.CanPublish {
-		w.run(drivers.Publish, w.rows(a, h, w.key()))
-	}
-	w.shutdown()
-}
-
-// D-SHUT-2: Shutdown is idempotent: a second call retries what remains and
-// returns only what is still held.
-func caseShutdownTwice(w *world) {
-	a, h := w.region(64, 32)
-	w.region(8, 32)
-	w.region(8, 32)
-	w.load(a, h, 3+w.pick(5, 0), 0)
-	w.stepsBeforeShutdown(8, 2)
-	held := resources(w.shutdown())
-	for round := range 1 + w.pick(2, 1) {
-		again := resources(w.shutdown())
-		for _, r := range again {
-			if !slices.Contains(held, r) {
-				w.fail("D-SHUT-2", "shutdown #%d labelled %s, which the previous one did not: a repeat only retries what remained", round+2, r)
-			}
-		}
-		held = again
-	}
-}
-
-// resources strips the reason from shutdown labels: "call:7", "region:r0".
-func resources(labels []string) []string {
-	out := make([]string, len(labels))
-	for i, l := range labels {
-		if j := strings.LastIndexByte(l, ':'); j > 0 {
-			l = l[:j]
-		}
-		out[i] = l
-	}
-	return out
 }

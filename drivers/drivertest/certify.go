@@ -8,6 +8,7 @@ import (
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim"
 	"github.com/storesim/storesim/sim/realtime"
 )
@@ -41,7 +42,7 @@ type caseDef struct {
 
 // group is one rule's case group.
 type group struct {
-	rule string
+	rule rules.ID
 	// needs says why the group cannot run on this driver ("" when it can).
 	needs func(p probe) string
 	cases []caseDef
@@ -54,12 +55,6 @@ type probe struct {
 	store    bool // a simulated store backs the driver (ground truth)
 	absent   bool // the suite can know a key is absent (store or MakeAbsent)
 	err      string
-}
-
-// finding is one violation seen in a world, before attribution.
-type finding struct {
-	rule string
-	text string
 }
 
 // ruleAcc accumulates one rule group's outcome.
@@ -91,7 +86,7 @@ func newCertifier(h Harness, opts Options) *certifier {
 	c := &certifier{h: h, opts: opts.withDefaults(h), byRule: map[string]*ruleAcc{}}
 	c.groups = allGroups()
 	for _, g := range c.groups {
-		c.acc(g.rule)
+		c.acc(g.rule.String())
 	}
 	return c
 }
@@ -116,11 +111,11 @@ func (c *certifier) run() {
 		return
 	}
 	for _, g := range c.groups {
-		if !c.selected(g.rule) {
+		if !c.selected(g.rule.String()) {
 			continue
 		}
 		if why := g.needs(c.probe); why != "" {
-			c.acc(g.rule).skipped[why]++
+			c.acc(g.rule.String()).skipped[why]++
 			continue
 		}
 		for i := range g.cases {
@@ -199,14 +194,14 @@ func (c *certifier) requestCaps(adjust func(drivers.Capabilities) drivers.Capabi
 
 // runCase runs a case's directed run and its randomized runs.
 func (c *certifier) runCase(g *group, cs *caseDef) {
-	a := c.acc(g.rule)
+	a := c.acc(g.rule.String())
 	if cs.needs != nil {
 		if why := cs.needs(c.probe); why != "" {
 			a.notApplicable = append(a.notApplicable, cs.name+": "+why)
 			return
 		}
 	}
-	c.runOne(g, cs, sim.SubSeed(c.opts.Seed, g.rule+"/"+cs.name), true)
+	c.runOne(g, cs, sim.SubSeed(c.opts.Seed, g.rule.String()+"/"+cs.name), true)
 	a.cases++
 	if cs.once {
 		return
@@ -222,7 +217,7 @@ func (c *certifier) runCase(g *group, cs *caseDef) {
 type skipRun struct{ why string }
 
 func (c *certifier) runOne(g *group, cs *caseDef, seed uint64, directed bool) {
-	a := c.acc(g.rule)
+	a := c.acc(g.rule.String())
 	w, err := newWorld(c, g, cs, seed, directed)
 	kind := "random"
 	if directed {
@@ -230,7 +225,7 @@ func (c *certifier) runOne(g *group, cs *caseDef, seed uint64, directed bool) {
 	}
 	where := fmt.Sprintf("case %s/%s, %s seed %d", g.rule, cs.name, kind, seed)
 	if err != nil {
-		c.record(g.rule, g.rule, fmt.Sprintf("%s: cannot build the driver: %v", g.rule, err), where)
+		c.record(g.rule.String(), rules.Violation{Rule: g.rule, Class: rules.Harness, Row: -1, Seed: seed, Detail: fmt.Sprintf("cannot build the driver: %v", err)}, where)
 		return
 	}
 	skipped := ""
@@ -246,8 +241,8 @@ func (c *certifier) runOne(g *group, cs *caseDef, seed uint64, directed bool) {
 		}()
 		cs.run(w)
 	}()
-	for _, f := range w.finish() {
-		c.record(g.rule, f.rule, f.text, where)
+	for _, v := range w.finish() {
+		c.record(g.rule.String(), v, where)
 	}
 	c.gaps = append(c.gaps, w.gaps...)
 	hits := w.pc.snapshot()
@@ -264,27 +259,28 @@ func (c *certifier) runOne(g *group, cs *caseDef, seed uint64, directed bool) {
 // a touch of released memory is an access the driver claimed had ended; a
 // hang is a call the driver never finished; the backend's lender rules
 // (swarm runs) follow from the evidence and results the driver gave.
-var aliases = map[string]string{
-	"S-NO-LATE-ACCESS": "D-ACCESS-END",
-	"liveness":         "D-SUB-3",
-	"S-RELEASE":        "D-ACCESS",
-	"S-MARKS":          "D-STATUS",
-	"S-HOLD":           "D-SHUT-1",
-	"B-SHUT":           "D-DRAIN-1",
+var aliases = map[rules.ID]rules.ID{
+	rules.SNoLateAccess: rules.DAccessEnd,
+	rules.LiveHang:      rules.DSub3,
+	rules.SRelease:      rules.DAccess,
+	rules.SMarks:        rules.DStatus,
+	rules.SHold:         rules.DShut1,
+	rules.BShut:         rules.DDrain1,
+	rules.SLin:          rules.DStatus, // a row result the store model contradicts
 }
 
 // record attributes one violation: to the group its rule names, else by
-// alias, else to the group whose case found it.
-func (c *certifier) record(caseGroup, rule, text, where string) {
+// alias, else to the group whose case found it (caseGroup, a row of the
+// report).
+func (c *certifier) record(caseGroup string, v rules.Violation, where string) {
 	target := caseGroup
 	switch {
-	case c.isGroup(rule):
-		target = rule
-	case rule == "S-LIN":
-		target = "D-STATUS" // a row result the store model contradicts
-	case aliases[rule] != "":
-		target = aliases[rule]
+	case c.isGroup(v.Rule):
+		target = v.Rule.String()
+	case aliases[v.Rule] != 0:
+		target = aliases[v.Rule].String()
 	}
+	text := v.String()
 	a := c.acc(target)
 	if len(a.violations) >= 20 {
 		a.extra++
@@ -296,7 +292,7 @@ func (c *certifier) record(caseGroup, rule, text, where string) {
 	}
 }
 
-func (c *certifier) isGroup(rule string) bool {
+func (c *certifier) isGroup(rule rules.ID) bool {
 	for _, g := range c.groups {
 		if g.rule == rule {
 			return true

@@ -3,6 +3,7 @@ package drivertest
 import (
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
+	"github.com/storesim/storesim/drivers/rules"
 )
 
 // Fault mixes the cases ask for (Env.Faults). The simulator's drivers
@@ -46,134 +47,134 @@ func absentIsMiss(c drivers.Capabilities) drivers.Capabilities {
 // variants unless marked once.
 func allGroups() []*group {
 	return []*group{
-		{rule: "D-GEOM", needs: always, cases: []caseDef{
+		{rule: rules.DGeom, needs: always, cases: []caseDef{
 			{name: "bad-geometry-refused", run: caseBadGeometry},
 			{name: "together-bad-geometry", needs: needTogether, run: caseTogetherGeometry},
 		}},
-		{rule: "D-BATCH-KEYS", needs: always, cases: []caseDef{
+		{rule: rules.DBatchKeys, needs: always, cases: []caseDef{
 			{name: "repeated-key-refused", caps: atLeastRows(4), run: caseRepeatedKey},
 		}},
-		{rule: "D-BATCH-VALID", needs: always, cases: []caseDef{
+		{rule: rules.DBatchValid, needs: always, cases: []caseDef{
 			{name: "malformed-batches-refused", run: caseInvalidBatches},
 			{name: "closed-handle-refused", run: caseStaleHandleSubmit},
 		}},
-		{rule: "D-STATUS", needs: needObjects, cases: []caseDef{
+		{rule: rules.DStatus, needs: needObjects, cases: []caseDef{
 			{name: "fetch-present-ok", run: caseFetchPresent},
 			{name: "fetch-absent-untouched", run: caseFetchAbsent},
 			{name: "mixed-batch-in-order", caps: atLeastRows(4), run: caseMixedBatch},
 			{name: "size-mismatch-not-ok", run: caseSizeMismatch},
 			{name: "publish-ok-is-stored", needs: needPublish, run: casePublishOK},
 		}},
-		{rule: "D-MISS-HONEST", needs: needAbsent, cases: []caseDef{
+		{rule: rules.DMissHonest, needs: needAbsent, cases: []caseDef{
 			{name: "absent-is-miss", caps: absentIsMiss, run: caseAbsentIsMiss},
 			{name: "fault-is-not-miss", faults: rowFaults, run: caseFaultIsNotMiss},
 		}},
-		{rule: "D-ACCESS", needs: always, cases: []caseDef{
+		{rule: rules.DAccess, needs: always, cases: []caseDef{
 			{name: "transitions-under-faults", faults: accessMix, run: caseAccessTransitions},
 			{name: "stopped-waiting-is-unprovable", faults: errorAfter, run: caseStoppedWaiting},
 		}},
-		{rule: "D-ACCESS-END", needs: always, cases: []caseDef{
+		{rule: rules.DAccessEnd, needs: always, cases: []caseDef{
 			{name: "no-touch-after-ended", faults: lateWrites, run: caseNoTouchAfterEnded},
 		}},
-		{rule: "D-REG-1", needs: always, cases: []caseDef{
+		{rule: rules.DReg1, needs: always, cases: []caseDef{
 			{name: "overlap-refused", run: caseOverlapRefused},
 		}},
-		{rule: "D-REG-2", needs: always, cases: []caseDef{
+		{rule: rules.DReg2, needs: always, cases: []caseDef{
 			{name: "store-refusal-leaves-nothing", faults: regRefused, run: caseRefusedLeavesNothing},
 			{name: "geometry-refusal-leaves-nothing", once: true, run: caseGeometryRefusalLeavesNothing},
 		}},
-		{rule: "D-REG-3", needs: always, cases: []caseDef{
+		{rule: rules.DReg3, needs: always, cases: []caseDef{
 			{name: "stale-close-harmless", run: caseStaleClose},
 		}},
-		{rule: "D-REG-4", needs: always, cases: []caseDef{
+		{rule: rules.DReg4, needs: always, cases: []caseDef{
 			{name: "close-honest", faults: closeFails, run: caseCloseHonest},
 		}},
-		{rule: "D-REG-5", needs: always, cases: []caseDef{
+		{rule: rules.DReg5, needs: always, cases: []caseDef{
 			{name: "register-after-shutdown", run: caseRegisterAfterShutdown},
 		}},
-		{rule: "D-REG-6", needs: always, cases: []caseDef{
+		{rule: rules.DReg6, needs: always, cases: []caseDef{
 			{name: "busy-close-refused", faults: delays, run: caseBusyClose},
 			{name: "busy-until-shutdown", faults: neverEnds, run: caseBusyForever},
 		}},
-		{rule: "D-TOG-1", needs: needTogether, cases: []caseDef{
+		{rule: rules.DTog1, needs: needTogether, cases: []caseDef{
 			{name: "handles-in-order", run: caseTogetherSuccess},
 			{name: "failure-leaves-nothing", faults: togFail, run: caseTogetherFailureLeavesNothing},
 		}},
-		{rule: "D-TOG-2", needs: needTogether, cases: []caseDef{
+		{rule: rules.DTog2, needs: needTogether, cases: []caseDef{
 			{name: "rollback-failure-in-doubt", faults: inDoubt, run: caseRollbackInDoubt},
 		}},
-		{rule: "D-TOG-3", needs: needTogether, cases: []caseDef{
+		{rule: rules.DTog3, needs: needTogether, cases: []caseDef{
 			{name: "partial-unregister-named", faults: closeFails, run: caseUnregisterTogetherPartial},
 		}},
-		{rule: "D-TOG-4", needs: needTogether, cases: []caseDef{
+		{rule: rules.DTog4, needs: needTogether, cases: []caseDef{
 			{name: "busy-region-stays", faults: delays, run: caseTogetherBusy},
 		}},
-		{rule: "D-QUAR", needs: needTogether, cases: []caseDef{
+		{rule: rules.DQuar, needs: needTogether, cases: []caseDef{
 			{name: "in-doubt-quarantines", faults: inDoubt, run: caseQuarantine},
 		}},
-		{rule: "D-LOOK-1", needs: always, cases: []caseDef{
+		{rule: rules.DLook1, needs: always, cases: []caseDef{
 			{name: "one-bool-per-key", run: caseLookupShape},
 		}},
-		{rule: "D-LOOK-2", needs: needAll(needPublish, needAbsent), cases: []caseDef{
+		{rule: rules.DLook2, needs: needAll(needPublish, needAbsent), cases: []caseDef{
 			{name: "outage-is-error", faults: lookupFails, run: caseLookupOutage},
 		}},
-		{rule: "D-SUB-1", needs: always, cases: []caseDef{
+		{rule: rules.DSub1, needs: always, cases: []caseDef{
 			{name: "validate-before-access", caps: atLeastRows(3), run: caseValidateFirst},
 		}},
-		{rule: "D-SUB-2", needs: needPublish, cases: []caseDef{
+		{rule: rules.DSub2, needs: needPublish, cases: []caseDef{
 			{name: "refusal-means-nothing-escaped", faults: rejects, run: caseRefusedNothingEscaped},
 		}},
-		{rule: "D-SUB-3", needs: always, cases: []caseDef{
+		{rule: rules.DSub3, needs: always, cases: []caseDef{
 			{name: "every-call-completes", faults: swarmish, run: caseEveryCallCompletes},
 		}},
-		{rule: "D-SUB-4", needs: needPublish, cases: []caseDef{
+		{rule: rules.DSub4, needs: needPublish, cases: []caseDef{
 			{name: "first-writer-wins", run: caseFirstWriterWins},
 			{name: "concurrent-publishes", faults: delays, run: caseConcurrentPublishes},
 		}},
-		{rule: "D-SUB-5", needs: needPublish, cases: []caseDef{
+		{rule: rules.DSub5, needs: needPublish, cases: []caseDef{
 			{name: "atomic-visibility", faults: delays, run: caseAtomicVisibility},
 		}},
-		{rule: "D-SUB-6", needs: always, cases: []caseDef{
+		{rule: rules.DSub6, needs: always, cases: []caseDef{
 			{name: "touches-inside-slot", run: caseInsideSlot},
 		}},
-		{rule: "D-CB-1", needs: always, cases: []caseDef{
+		{rule: rules.DCB1, needs: always, cases: []caseDef{
 			{name: "state-before-signal", faults: callbackMix, run: caseSignalAfterState},
 		}},
-		{rule: "D-CB-2", needs: always, cases: []caseDef{
+		{rule: rules.DCB2, needs: always, cases: []caseDef{
 			{name: "no-lost-wakeup", faults: callbackMix, run: caseNoLostWakeup},
 		}},
-		{rule: "D-CB-3", needs: always, cases: []caseDef{
+		{rule: rules.DCB3, needs: always, cases: []caseDef{
 			{name: "facts-monotonic", faults: accessMix, run: caseMonotonic},
 		}},
-		{rule: "D-CB-4", needs: always, cases: []caseDef{
+		{rule: rules.DCB4, needs: always, cases: []caseDef{
 			{name: "callback-without-lock", faults: callbackMix, run: caseCallbackUnlocked},
 		}},
-		{rule: "D-CB-5", needs: always, cases: []caseDef{
+		{rule: rules.DCB5, needs: always, cases: []caseDef{
 			{name: "no-callback-after-shutdown", faults: delays, run: caseNoCallbackAfterShutdown},
 		}},
-		{rule: "D-CAN-1", needs: always, cases: []caseDef{
+		{rule: rules.DCan1, needs: always, cases: []caseDef{
 			{name: "cancel-answers", faults: delays, run: caseCancelAnswers},
 		}},
-		{rule: "D-CAN-2", needs: always, cases: []caseDef{
+		{rule: rules.DCan2, needs: always, cases: []caseDef{
 			{name: "cancel-mid-call", faults: delays, run: caseCancelMidCall},
 			{name: "cancel-at-once", run: caseCancelAtOnce},
 		}},
-		{rule: "D-DRAIN-1", needs: always, cases: []caseDef{
+		{rule: rules.DDrain1, needs: always, cases: []caseDef{
 			{name: "drain-stops-admission", faults: delays, run: caseDrainStopsAdmission},
 			{name: "hung-call-stays-pending", faults: neverEnds, run: caseDrainWithHungCall},
 		}},
-		{rule: "D-DRAIN-2", needs: always, cases: []caseDef{
+		{rule: rules.DDrain2, needs: always, cases: []caseDef{
 			{name: "done-after-last-callback", faults: callbackMix, run: caseDrainAfterLastCallback},
 		}},
-		{rule: "D-SHUT-1", needs: always, cases: []caseDef{
+		{rule: rules.DShut1, needs: always, cases: []caseDef{
 			{name: "clean-shutdown", run: caseShutdownClean},
 			{name: "in-flight-labelled", faults: shutMix, run: caseShutdownInFlight},
 			{name: "stuck-region-labelled", faults: stuck, run: caseShutdownStuckRegion},
 		}},
-		{rule: "D-SHUT-2", needs: always, cases: []caseDef{
+		{rule: rules.DShut2, needs: always, cases: []caseDef{
 			{name: "shutdown-idempotent", faults: shutMix, run: caseShutdownTwice},
 		}},
-		{rule: "capabilities", needs: always, cases: []caseDef{
+		{rule: rules.DCaps, needs: always, cases: []caseDef{
 			{name: "full-size-batches", run: caseFullSizeBatches},
 			{name: "cancel-declaration", run: caseCancelDeclaration},
 		}},
@@ -184,7 +185,7 @@ func allGroups() []*group {
 func Rules() []string {
 	var out []string
 	for _, g := range allGroups() {
-		out = append(out, g.rule)
+		out = append(out, g.rule.String())
 	}
 	return out
 }

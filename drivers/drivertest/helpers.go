@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim/arena"
 )
 
@@ -175,7 +176,7 @@ func (w *world) checkFetch(ct *callT, want map[string][]byte) {
 			present, known := w.truth(r.Key)
 			switch {
 			case known && !present:
-				w.fail("D-STATUS", "FETCH row %d (key %q) answered OK but the store does not hold the key", i, r.Key)
+				w.fail(rules.DStatus, "FETCH row %d (key %q) answered OK but the store does not hold the key", i, r.Key)
 				continue
 			case known:
 				obj, ok = w.object(r.Key)
@@ -188,9 +189,9 @@ func (w *world) checkFetch(ct *callT, want map[string][]byte) {
 		got := a.Peek(r.Slot)
 		switch {
 		case len(obj) != len(got):
-			w.fail("D-STATUS", "FETCH row %d (key %q) answered OK for a %d-byte object into a %d-byte slot (OK means the whole object, exact size)", i, r.Key, len(obj), len(got))
+			w.fail(rules.DStatus, "FETCH row %d (key %q) answered OK for a %d-byte object into a %d-byte slot (OK means the whole object, exact size)", i, r.Key, len(obj), len(got))
 		case !bytes.Equal(obj, got):
-			w.fail("D-STATUS", "FETCH row %d (key %q) answered OK but the slot does not hold the object (%d of %d bytes differ)", i, r.Key, diffBytes(obj, got), len(obj))
+			w.fail(rules.DStatus, "FETCH row %d (key %q) answered OK but the slot does not hold the object (%d of %d bytes differ)", i, r.Key, diffBytes(obj, got), len(obj))
 		}
 	}
 }

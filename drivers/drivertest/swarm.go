@@ -7,6 +7,7 @@ import (
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/monitor"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/fuzz/engine"
 	"github.com/storesim/storesim/fuzz/registry"
 	"github.com/storesim/storesim/sim"
@@ -76,11 +77,11 @@ func (c *certifier) runSwarm() {
 			c.swarm.Failed++
 			failed++
 			for _, f := range res.Failures {
-				group := "D-STATUS" // S-LIN: a row result the store contradicts
-				if f.Rule != "S-LIN" && !c.isGroup(f.Rule) && aliases[f.Rule] == "" {
+				group := rules.DStatus.String() // S-LIN: a row result the store contradicts
+				if !c.isGroup(f.Rule) && aliases[f.Rule] == 0 {
 					group = "other"
 				}
-				c.record(group, f.Rule, f.String(), where)
+				c.record(group, f, where)
 			}
 			if res.Lin.Outcome == porcupine.Unknown && len(res.Failures) > 0 {
 				c.gaps = append(c.gaps, fmt.Sprintf("swarm %s seed %d: the S-LIN check timed out", p, seed))

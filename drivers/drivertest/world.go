@@ -13,6 +13,8 @@ import (
 	"github.com/storesim/storesim/drivers/memdriver"
 	"github.com/storesim/storesim/drivers/monitor"
 	"github.com/storesim/storesim/drivers/monitor/realprobe"
+	"github.com/storesim/storesim/drivers/rules"
+	"github.com/storesim/storesim/fuzz/engine"
 	"github.com/storesim/storesim/model"
 	"github.com/storesim/storesim/sim"
 	"github.com/storesim/storesim/sim/arena"
@@ -40,12 +42,10 @@ type world struct {
 	store  *memdriver.Store   // nil for a real store
 	faults memdriver.FaultMix // what the driver was asked to inject
 
-	raw  drivers.Driver
-	mon  *monitor.Monitor
-	d    drivers.Driver // the monitored driver
+	ep   *engine.Endpoint // driver, contract monitor, history recorder: no lender, no backend
+	d    drivers.Driver   // the monitored driver
 	tog  drivers.TogetherRegisterer
 	caps drivers.Capabilities
-	rec  *model.Recorder
 	pc   *PairCounter
 
 	kick        chan struct{}
@@ -69,7 +69,7 @@ type world struct {
 	draining  bool              // re-poll Drain from callbacks until done
 	drainDone bool
 	shut      bool
-	findings  []finding
+	findings  []rules.Violation
 	extPuts   bool     // objects were put behind the recorder's back: skip S-LIN
 	gaps      []string // checks that could not conclude (a timed-out S-LIN)
 	nkey      int
@@ -114,19 +114,37 @@ func newWorld(c *certifier, g *group, cs *caseDef, seed uint64, directed bool) (
 		}
 		w.store = st
 	}
-	w.rec = model.NewRecorder(model.RecorderOptions{Seed: seed})
-	raw, err := safeNew(c.h, Env{RT: w.rt, Store: w.store, Name: "dt", Caps: c.requestCaps(cs.caps), Faults: cs.faults})
+	ep, err := engine.NewEndpoint(engine.EndpointOptions{
+		Name: "dt", RT: w.rt, Store: w.store, Caps: c.requestCaps(cs.caps), Faults: cs.faults, Seed: seed,
+		New:       func(_ string, env Env) (drivers.Driver, error) { return safeNew(c.h, env) },
+		Monitor:   monitor.Options{Truth: w.truth},
+		Tune:      w.tune,
+		Observers: []monitor.Observer{w.pc},
+	})
 	if err != nil {
 		if w.rtr != nil {
 			w.rtr.Close()
 		}
+		var ee *engine.EndpointError
+		if errors.As(err, &ee) {
+			err = ee.Err
+		}
 		return nil, err
 	}
-	w.raw = raw
+	w.ep = ep
+	w.d = ep.Monitor.Driver()
+	w.tog, _ = w.d.(drivers.TogetherRegisterer)
+	w.caps = ep.Monitor.Capabilities()
+	return w, nil
+}
+
+// tune fits the monitor to the driver built: the faults it really injects
+// excuse a FETCH FAULT of an absent key, and a driver that cannot report
+// its own lock gets the bounded lock probe.
+func (w *world) tune(raw drivers.Driver, opts *monitor.Options) {
 	if f, ok := raw.(interface{ Faults() memdriver.FaultMix }); ok {
 		w.faults = f.Faults() // what it really injects (a driver may raise rates)
 	}
-	opts := monitor.Options{Clock: w.rt, Seed: seed, Observers: []monitor.Observer{w.rec, w.pc}, Truth: w.truth}
 	// Without AbsentIsMiss a FETCH of an absent key may FAULT (the driver
 	// promises nothing about absent keys), so FAULT is then excused like an
 	// injected fault; the monitor's D-MISS-HONEST check does not look at the
@@ -135,7 +153,7 @@ func newWorld(c *certifier, g *group, cs *caseDef, seed uint64, directed bool) (
 	opts.Injected = func(drivers.CallID, int) bool { return injected }
 	_, prober := raw.(monitor.LockProber)
 	switch {
-	case c.h.RealTime:
+	case w.c.h.RealTime:
 		opts.LockProbe = realprobe.LockProbe(0)
 		opts.CancelBound = realprobe.Stopwatch(0)
 	case !prober:
@@ -143,11 +161,6 @@ func newWorld(c *certifier, g *group, cs *caseDef, seed uint64, directed bool) (
 		// the monitor's read; the bounded probe turns that into D-CB-4.
 		opts.LockProbe = realprobe.LockProbe(0)
 	}
-	w.mon = monitor.Wrap(raw, opts)
-	w.d = w.mon.Driver()
-	w.tog, _ = w.d.(drivers.TogetherRegisterer)
-	w.caps = w.mon.Capabilities()
-	return w, nil
 }
 
 // schedOptions: the directed run uses a fixed, mild callback policy; each
@@ -169,16 +182,11 @@ func (w *world) injectsRowFaults() bool {
 	return f.RowFault > 0 || f.ErrorBefore > 0 || f.ErrorAfter > 0 || f.WrongLength > 0 || f.Timeout > 0 || f.NeverEnds > 0
 }
 
-func (w *world) storeEvent(e memdriver.StoreEvent) {
-	if e.Kind == memdriver.EventPut && e.By.Driver == "dt" {
-		w.rec.Put(w.rt.Now(), e.By.Call, e.By.Row, e.Key)
-	}
-}
-
 // fail records a violation the case itself found.
-func (w *world) fail(rule, format string, args ...any) {
+func (w *world) fail(rule rules.ID, format string, args ...any) {
+	v := rules.Violation{Rule: rule, Class: rule.Class(), Row: -1, At: w.rt.Now(), Seed: w.seed, Detail: fmt.Sprintf(format, args...)}
 	w.mu.Lock()
-	w.findings = append(w.findings, finding{rule: rule, text: rule + ": " + fmt.Sprintf(format, args...)})
+	w.findings = append(w.findings, v)
 	w.mu.Unlock()
 }
 
@@ -202,75 +210,6 @@ func (w *world) chance(p float64, dflt bool) bool {
 	return w.rnd.Chance(p)
 }
 
-// key returns a fresh key; on a real store it is made absent first when
-// the harness can.
-func (w *world) key() string {
-	w.mu.Lock()
-	w.nkey++
-	k := fmt.Sprintf("storesim-drivertest/%016x/k%d", w.seed, w.nkey)
-	w.mu.Unlock()
-	if w.store == nil && w.c.h.MakeAbsent != nil {
-		if err := w.c.h.MakeAbsent(k); err != nil {
-			w.skip("Harness.MakeAbsent failed: %v", err)
-		}
-		w.mu.Lock()
-		w.absent[k] = true
-		w.mu.Unlock()
-	}
-	return k
-}
-
-func (w *world) keys(n int) []string {
-	ks := make([]string, n)
-	for i := range ks {
-		ks[i] = w.key()
-	}
-	return ks
-}
-
-// truth is the monitor's Options.Truth and the cases' ground truth:
-// whether key is present, and whether that is known for sure.
-func (w *world) truth(key string) (present, known bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.truthLocked(key)
-}
-
-func (w *world) truthLocked(key string) (present, known bool) {
-	// A FETCH racing a PUBLISH of its key may linearize before or after it:
-	// what the store holds now says nothing about what that FETCH saw.
-	if w.pubOpen[key] > 0 || w.tainted[key] {
-		return false, false
-	}
-	if w.store != nil {
-		return w.store.Has(key), !w.store.Evicting()
-	}
-	switch {
-	case w.unknown[key]:
-		return false, false
-	case w.absent[key]:
-		return false, true
-	}
-	if _, ok := w.objects[key]; ok {
-		return true, !w.c.h.Evicting
-	}
-	return false, false
-}
-
-// object is the content the store holds under key, when known.
-func (w *world) object(key string) ([]byte, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if present, known := w.truthLocked(key); !known || !present {
-		return nil, false
-	}
-	if w.store != nil {
-		return w.store.Get(key)
-	}
-	obj := w.objects[key]
-	return obj, obj != nil
-}
-
 // arena makes region memory: every slot lent (so a touch of it is legal
 // until the case releases it), every touch logged for the memory oracle.
 func (w *world) arena(label string, slots, slotBytes int) *arena.Arena {
@@ -280,13 +219,14 @@ func (w *world) arena(label string, slots, slotBytes int) *arena.Arena {
 	}
 	w.mu.Lock()
 	w.arenas = append(w.arenas, a)
+	w.ep.AddArena(a)
 	w.mu.Unlock()
 	return a
 }
 
 func (w *world) onTouch(t arena.Touch) {
 	w.touches.Add(1)
-	w.rec.OnTouch(t)
+	w.ep.Recorder.OnTouch(t)
 }
 
 // slots hands out n fresh slots of a.
@@ -492,56 +432,6 @@ func (w *world) react() {
 	}
 }
 
-// ended updates what is known of the store after a call's access ENDED.
-func (w *world) ended(ct *callT, res []drivers.Status) {
-	w.open(ct.b, -1)
-	if ct.b.Dir != drivers.Publish {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for i, r := range ct.b.Rows {
-		if w.store != nil || i >= len(res) {
-			continue
-		}
-		switch res[i] {
-		case drivers.OK:
-			if w.absent[r.Key] && w.pubOpen[r.Key] == 0 && !w.unknown[r.Key] {
-				w.objects[r.Key] = ct.content[i]
-			} else if _, ok := w.objects[r.Key]; !ok {
-				w.objects[r.Key] = nil
-			}
-			delete(w.absent, r.Key)
-			delete(w.unknown, r.Key)
-		case drivers.Fault, drivers.Pending:
-			if _, ok := w.objects[r.Key]; !ok {
-				w.unknown[r.Key] = true
-				delete(w.absent, r.Key)
-			}
-		}
-	}
-}
-
-// open counts a batch's keys as in flight (+1) or done (-1), and taints a
-// key whose FETCH and PUBLISH overlap.
-func (w *world) open(b drivers.RowBatch, delta int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, r := range b.Rows {
-		mine, other := w.fetchOpen, w.pubOpen
-		if b.Dir == drivers.Publish {
-			mine, other = w.pubOpen, w.fetchOpen
-		}
-		mine[r.Key] += delta
-		if delta > 0 && other[r.Key] > 0 {
-			w.tainted[r.Key] = true
-		}
-		if w.pubOpen[r.Key] <= 0 && w.fetchOpen[r.Key] <= 0 {
-			delete(w.tainted, r.Key)
-		}
-	}
-}
-
 // drain calls Drain through the monitor and tells the pair counter.
 func (w *world) drain() drivers.DrainStatus {
 	st := w.d.Drain()
@@ -576,100 +466,14 @@ func (w *world) shutdown() []string {
 	return labels
 }
 
-// step runs one scheduler event (simulated) or waits a little (real time).
-func (w *world) step() bool {
-	if w.sched != nil {
-		return w.sched.Step()
-	}
-	w.pause(time.Millisecond)
-	return true
-}
-
-// until steps (or waits, bounded) until cond holds.
-func (w *world) until(cond func() bool) bool {
-	if w.sched != nil {
-		for range maxSimSteps {
-			if cond() {
-				return true
-			}
-			if !w.sched.Step() {
-				return cond()
-			}
-		}
-		return cond()
-	}
-	deadline := w.rt.Now() + w.c.opts.Wait
-	for !cond() {
-		if w.rt.Now() > deadline {
-			return false
-		}
-		w.pause(time.Millisecond)
-	}
-	return true
-}
-
-func (w *world) pause(d time.Duration) {
-	ch := make(chan struct{})
-	t := w.rt.After(d, "drivertest poll", func() { close(ch) })
-	select {
-	case <-ch:
-	case <-w.kick:
-		t.Stop()
-	}
-}
-
-// runFor lets d of (virtual or real) time pass.
-func (w *world) runFor(d time.Duration) {
-	if w.sched != nil {
-		w.sched.RunUntil(w.sched.Now() + d)
-		return
-	}
-	end := w.rt.Now() + d
-	for w.rt.Now() < end {
-		w.pause(end - w.rt.Now())
-	}
-}
-
-// settle runs until every accepted call has access evidence (and, on the
-// simulator, nothing is runnable). It reports whether they all have.
-func (w *world) settle() bool {
-	if w.sched != nil {
-		_ = w.sched.RunUntilIdle(maxSimSteps)
-		return w.allEvidenced()
-	}
-	// Real time has no "nothing runnable": a driver that has not called back
-	// for quietFor is taken as quiet (a call that never ends stays pending).
-	w.lastKick.Store(int64(w.rt.Now()))
-	w.until(func() bool {
-		return (w.allEvidenced() && !w.reactQueued.Load()) || w.rt.Now()-time.Duration(w.lastKick.Load()) > quietFor
-	})
-	return w.allEvidenced()
-}
-
-// quietFor is how long a real-time driver may stay silent before a settle
-// takes it as quiet.
-const quietFor = 200 * time.Millisecond
-
-func (w *world) allEvidenced() bool {
-	w.mu.Lock()
-	calls := append([]*callT(nil), w.calls...)
-	w.mu.Unlock()
-	for _, ct := range calls {
-		if !ct.c.Access().Evidenced() {
-			return false
-		}
-	}
-	return true
-}
-
 // finish shuts the driver down (if the case did not), lets late events
-// run, and collects every check: the monitor's end-of-run checks, the
-// memory oracle, call liveness, S-LIN over the recorded history, and what
-// the case found itself.
-func (w *world) finish() (out []finding) {
+// run, and judges the run with engine.Check: the monitor's end-of-run
+// checks, the memory oracle, call liveness, what the case found itself and
+// — when nothing else failed — S-LIN over the recorded history.
+func (w *world) finish() (out []rules.Violation) {
 	defer func() {
 		if r := recover(); r != nil {
-			out = append(out, finding{rule: w.g.rule, text: fmt.Sprintf("%s: panic while shutting the driver down: %v", w.g.rule, r)})
+			out = append(out, rules.Violation{Rule: w.g.rule, Class: rules.Contract, Row: -1, Seed: w.seed, Detail: fmt.Sprintf("panic while shutting the driver down: %v", r)})
 		}
 		if w.rtr != nil {
 			w.rtr.Close()
@@ -688,39 +492,27 @@ func (w *world) finish() (out []finding) {
 	} else {
 		w.runFor(20 * time.Millisecond) // room for a callback after Shutdown (D-CB-5)
 	}
-	add := func(rule, text string) { out = append(out, finding{rule: rule, text: text}) }
-	for _, v := range w.mon.Finish() {
-		add(v.Rule, v.String())
-	}
-	for _, v := range w.rec.MemoryViolations(w.arenas...) {
-		add(v.Rule, v.String())
-	}
-	if idle {
-		for _, v := range w.rec.LivenessViolations(w.rt.Now()) {
-			add(v.Rule, v.String())
-		}
-	}
 	w.mu.Lock()
-	out = append(out, w.findings...)
+	found := append([]rules.Violation(nil), w.findings...)
 	w.mu.Unlock()
-	// S-LIN last, and only when nothing else failed: a violating history
-	// with many operations on one key is what makes porcupine slow
-	// (PERF-NOTES), and the run has already failed.
-	if !w.extPuts && len(out) == 0 {
-		profile := model.Durable
-		if w.c.h.Evicting {
-			profile = model.Evicting
-		}
-		res := model.Check(w.rec.History(), profile, linTimeout)
-		for _, v := range res.Violations(w.seed) {
-			add(v.Rule, v.String())
-		}
-		switch {
-		case res.Err != nil:
-			add("S-LIN", "S-LIN: the history could not be checked: "+res.Err.Error())
-		case res.Outcome == porcupine.Unknown:
-			w.gaps = append(w.gaps, fmt.Sprintf("the S-LIN check of case %s/%s seed %d timed out after %v", w.g.rule, w.cs.name, w.seed, linTimeout))
-		}
+	in := engine.CheckInput{
+		Endpoints: []*engine.Endpoint{w.ep}, Found: found,
+		Finished: true, Idle: idle, // Shutdown returned: no callback may come (D-CB-5)
+		At: w.rt.Now(), Seed: w.seed, Profile: model.Durable, LinTimeout: linTimeout, Lin: engine.LinIfClean,
+	}
+	if w.c.h.Evicting {
+		in.Profile = model.Evicting
+	}
+	if w.extPuts {
+		in.Lin = engine.LinSkip
+	}
+	res := engine.Check(in)
+	if res.Lin.Outcome == porcupine.Unknown && res.Lin.Err == nil {
+		w.gaps = append(w.gaps, fmt.Sprintf("the S-LIN check of case %s/%s seed %d timed out after %v", w.g.rule, w.cs.name, w.seed, linTimeout))
+	}
+	for _, v := range res.Violations {
+		v.Endpoint = "" // one driver per world
+		out = append(out, v)
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 )
 
 // callRec is everything the monitor knows of one Submit. It is also the
@@ -138,13 +139,13 @@ func (m *Monitor) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, err
 	}
 	if c == nil {
 		rec.refused = true
-		m.violateLocked(Violation{Rule: RuleSubmitOwns, Row: -1, Detail: "Submit returned neither a call nor an error"})
+		m.violateLocked(rules.Violation{Rule: rules.DSub3, Row: -1, Detail: "Submit returned neither a call nor an error"})
 		m.mu.Unlock()
-		return nil, fmt.Errorf("monitor: driver returned neither a call nor an error (%s)", RuleSubmitOwns)
+		return nil, fmt.Errorf("monitor: driver returned neither a call nor an error (%s)", rules.DSub3)
 	}
 	rec.id, rec.inner = c.ID(), c
 	if rec.id <= m.maxID && slices.ContainsFunc(m.order, func(o *callRec) bool { return o.id == rec.id && !o.settled }) {
-		m.violateLocked(Violation{Rule: RuleSubmitOwns, Call: rec.id, Row: -1, Detail: "call id reused within one driver instance"})
+		m.violateLocked(rules.Violation{Rule: rules.DSub3, Call: uint64(rec.id), Row: -1, Detail: "call id reused within one driver instance"})
 	}
 	m.maxID = max(m.maxID, rec.id)
 	rec.index = m.nsub
@@ -154,16 +155,16 @@ func (m *Monitor) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, err
 	m.open = append(m.open, rec)
 	switch {
 	case verr != nil:
-		rule := RuleBatchValid
-		if strings.Contains(verr.Error(), RuleBatchKeys) {
-			rule = RuleBatchKeys
+		rule := rules.DBatchValid
+		if strings.Contains(verr.Error(), rules.DBatchKeys.String()) {
+			rule = rules.DBatchKeys
 		}
-		m.violateLocked(Violation{Rule: rule, Call: rec.id, Row: -1,
+		m.violateLocked(rules.Violation{Rule: rule, Call: uint64(rec.id), Row: -1,
 			Detail: "driver accepted an invalid batch (want ErrInvalidSubmission before any access): " + verr.Error()})
 	case closed:
-		m.violateLocked(Violation{Rule: RuleDrain, Call: rec.id, Row: -1, Detail: "Submit accepted after Drain or Shutdown returned (want ErrClosed)"})
+		m.violateLocked(rules.Violation{Rule: rules.DDrain1, Call: uint64(rec.id), Row: -1, Detail: "Submit accepted after Drain or Shutdown returned (want ErrClosed)"})
 	case m.quarantined:
-		m.violateLocked(Violation{Rule: RuleQuarantine, Call: rec.id, Row: -1, Detail: "Submit accepted after an in-doubt together-registration"})
+		m.violateLocked(rules.Violation{Rule: rules.DQuar, Call: uint64(rec.id), Row: -1, Detail: "Submit accepted after an in-doubt together-registration"})
 	}
 	for _, o := range m.opts.Observers {
 		o.Submitted(at, rec.id, b, nil)
@@ -189,25 +190,25 @@ func (m *Monitor) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, err
 // refusedSubmitLocked judges a refused Submit.
 func (m *Monitor) refusedSubmitLocked(rec *callRec, verr, err error, closed bool) {
 	if rec.callbacks > 0 {
-		m.violateLocked(Violation{Rule: RuleSubmitRefused, Row: -1,
+		m.violateLocked(rules.Violation{Rule: rules.DSub2, Row: -1,
 			Detail: fmt.Sprintf("a refused Submit (%v) called its onChange %d time(s); nothing escaped, so nothing may be signalled", err, rec.callbacks)})
 	}
 	if verr != nil {
 		// D-SUB-1: an invalid batch is refused before any access, so the
 		// refusal must say that nothing escaped.
 		if !errors.Is(err, drivers.ErrInvalidSubmission) && !errors.Is(err, drivers.ErrClosed) && !errors.Is(err, drivers.ErrRejected) {
-			rule := RuleBatchValid
-			if strings.Contains(verr.Error(), RuleBatchKeys) {
-				rule = RuleBatchKeys
+			rule := rules.DBatchValid
+			if strings.Contains(verr.Error(), rules.DBatchKeys.String()) {
+				rule = rules.DBatchKeys
 			}
-			m.violateLocked(Violation{Rule: rule, Row: -1,
+			m.violateLocked(rules.Violation{Rule: rule, Row: -1,
 				Detail: fmt.Sprintf("an invalid batch (%v) was refused with %v, which does not say nothing escaped (want ErrInvalidSubmission)", verr, err)})
 		}
 		return
 	}
 	if closed {
 		if !errors.Is(err, drivers.ErrClosed) {
-			m.violateLocked(Violation{Rule: RuleDrain, Row: -1, Detail: fmt.Sprintf("Submit after Drain or Shutdown failed with %v, want ErrClosed", err)})
+			m.violateLocked(rules.Violation{Rule: rules.DDrain1, Row: -1, Detail: fmt.Sprintf("Submit after Drain or Shutdown failed with %v, want ErrClosed", err)})
 		}
 		return
 	}
@@ -218,16 +219,16 @@ func (m *Monitor) refusedSubmitLocked(rec *callRec, verr, err error, closed bool
 		r := m.regs[h]
 		switch {
 		case r.staleCloseSeen:
-			m.violateLocked(Violation{Rule: RuleStaleClose, Row: -1, Region: r.r.Label,
+			m.violateLocked(rules.Violation{Rule: rules.DReg3, Row: -1, Region: r.r.Label,
 				Detail: fmt.Sprintf("Submit on live handle %d refused (%v) after a stale handle of the same memory was closed", h, err)})
 			return
 		case r.failedClose:
-			m.violateLocked(Violation{Rule: RuleFailedClose, Row: -1, Region: r.r.Label,
+			m.violateLocked(rules.Violation{Rule: rules.DReg4, Row: -1, Region: r.r.Label,
 				Detail: fmt.Sprintf("Submit on handle %d refused (%v) after its close failed; a failed close must leave it live", h, err)})
 			return
 		}
 	}
-	m.violateLocked(Violation{Rule: RuleCapabilities, Row: -1,
+	m.violateLocked(rules.Violation{Rule: rules.DCaps, Row: -1,
 		Detail: fmt.Sprintf("a %v batch of %d rows that the declared capabilities (MaxRowsPerOp=%d) allow was refused as invalid: %v",
 			rec.batch.Dir, len(rec.batch.Rows), m.caps.MaxRowsPerOp, err)})
 }
@@ -244,10 +245,10 @@ func (m *Monitor) wrapCallback(rec *callRec, user func()) func() {
 		}
 		inner := rec.inner
 		if m.shutdown {
-			m.violateLocked(Violation{Rule: RuleAfterShutdown, Call: rec.id, Row: -1, Detail: "callback ran after Shutdown returned"})
+			m.violateLocked(rules.Violation{Rule: rules.DCB5, Call: uint64(rec.id), Row: -1, Detail: "callback ran after Shutdown returned"})
 		}
 		if rec.refused {
-			m.violateLocked(Violation{Rule: RuleSubmitRefused, Row: -1, Detail: "callback of a refused Submit"})
+			m.violateLocked(rules.Violation{Rule: rules.DSub2, Row: -1, Detail: "callback of a refused Submit"})
 		}
 		if inner == nil {
 			rec.callbacks++
@@ -265,7 +266,7 @@ func (m *Monitor) wrapCallback(rec *callRec, user func()) func() {
 				m.signalLocked(rec, res, acc)
 			} else {
 				rec.unknown = true
-				m.violateLocked(Violation{Rule: RuleUnderLock, Call: rec.id, Row: -1, Detail: why})
+				m.violateLocked(rules.Violation{Rule: rules.DCB4, Call: uint64(rec.id), Row: -1, Detail: why})
 			}
 			m.mu.Unlock()
 		}
@@ -339,7 +340,7 @@ func (m *Monitor) observeRowsLocked(c *callRec, res []drivers.Status, acc driver
 	if len(res) != len(c.known) {
 		if len(res) != 0 || acc.Evidenced() || c.knownAcc.Evidenced() {
 			c.badLen = true
-			m.violateLocked(Violation{Rule: RuleStatus, Call: c.id, Row: -1,
+			m.violateLocked(rules.Violation{Rule: rules.DStatus, Call: uint64(c.id), Row: -1,
 				Detail: fmt.Sprintf("Results() has %d entries for %d rows", len(res), len(c.known))})
 		}
 		return
@@ -348,12 +349,12 @@ func (m *Monitor) observeRowsLocked(c *callRec, res []drivers.Status, acc driver
 		k := c.known[i]
 		switch {
 		case s > drivers.NotAttempted:
-			m.violateLocked(Violation{Rule: RuleStatus, Call: c.id, Row: i, Key: c.batch.Rows[i].Key,
+			m.violateLocked(rules.Violation{Rule: rules.DStatus, Call: uint64(c.id), Row: i, Key: c.batch.Rows[i].Key,
 				Detail: fmt.Sprintf("invalid status value %d", s)})
 		case k.Final() && s != k && (s.Final() || c.facts.Load() == v):
 			// A different final value is a regression whatever the timing; a
 			// PENDING only when no fact was learned during the read.
-			m.violateLocked(Violation{Rule: RuleMonotonic, Call: c.id, Row: i, Key: c.batch.Rows[i].Key,
+			m.violateLocked(rules.Violation{Rule: rules.DCB3, Call: uint64(c.id), Row: i, Key: c.batch.Rows[i].Key,
 				Detail: fmt.Sprintf("final result %v changed to %v", k, s)})
 		case !k.Final() && s.Final():
 			c.known[i] = s
@@ -379,12 +380,12 @@ func (m *Monitor) honestyLocked(c *callRec, row int, s drivers.Status) {
 	switch {
 	case !known:
 	case present && s == drivers.Miss:
-		m.violateLocked(Violation{Rule: RuleMissHonest, Call: c.id, Row: row, Key: key,
+		m.violateLocked(rules.Violation{Rule: rules.DMissHonest, Call: uint64(c.id), Row: row, Key: key,
 			Detail: "FETCH answered MISS for a key known present (a fault reported as a miss?)"})
 	case !present && s == drivers.Fault && m.caps.AbsentIsMiss && (m.opts.Injected == nil || !m.opts.Injected(c.id, row)):
 		// Only a driver that declares AbsentIsMiss promises MISS for an
 		// absent key; without it an absent FETCH may honestly FAULT.
-		m.violateLocked(Violation{Rule: RuleMissHonest, Call: c.id, Row: row, Key: key,
+		m.violateLocked(rules.Violation{Rule: rules.DMissHonest, Call: uint64(c.id), Row: row, Key: key,
 			Detail: "FETCH answered FAULT for a key known absent, with no fault injected (a miss reported as a fault?)"})
 	}
 }
@@ -392,16 +393,16 @@ func (m *Monitor) honestyLocked(c *callRec, row int, s drivers.Status) {
 func (m *Monitor) observeAccessLocked(c *callRec, acc drivers.Access, v uint64) {
 	switch {
 	case acc > drivers.AccessUnprovable:
-		m.violateLocked(Violation{Rule: RuleAccess, Call: c.id, Row: -1, Detail: fmt.Sprintf("invalid access value %d", acc)})
+		m.violateLocked(rules.Violation{Rule: rules.DAccess, Call: uint64(c.id), Row: -1, Detail: fmt.Sprintf("invalid access value %d", acc)})
 	case !c.knownAcc.CanBecome(acc) && c.facts.Load() != v:
 		// Every illegal move is backwards: the read may predate a fact
 		// learned while it was under way.
 	case !c.knownAcc.CanBecome(acc):
-		rule := RuleAccess
+		rule := rules.DAccess
 		if c.knownAcc == drivers.AccessEnded {
-			rule = RuleMonotonic
+			rule = rules.DCB3
 		}
-		m.violateLocked(Violation{Rule: rule, Call: c.id, Row: -1,
+		m.violateLocked(rules.Violation{Rule: rule, Call: uint64(c.id), Row: -1,
 			Detail: fmt.Sprintf("access went %v → %v", c.knownAcc, acc)})
 	case acc != c.knownAcc:
 		c.knownAcc = acc
@@ -443,7 +444,7 @@ func (m *Monitor) signalLocked(c *callRec, res []drivers.Status, acc drivers.Acc
 	// After a Done drain, only new evidence (UNPROVABLE → ENDED) may still be
 	// signalled: anything else is a callback Drain said had already run.
 	if m.drainDone && c.index < m.drainDoneBefore && (rows || !evidence) {
-		m.violateLocked(Violation{Rule: RuleDrainCallback, Call: c.id, Row: -1,
+		m.violateLocked(rules.Violation{Rule: rules.DDrain2, Call: uint64(c.id), Row: -1,
 			Detail: "a callback ran after Drain reported Done, without new evidence (UNPROVABLE → ENDED) to signal"})
 	}
 }
@@ -525,8 +526,8 @@ func (c *callRec) Cancel() drivers.CancelResult {
 		o.Cancelled(at, rec.id, r)
 	}
 	m.observeLocked(rec, res1, acc1, v1)
-	v := func(rule string, row int, format string, args ...any) {
-		m.violateLocked(Violation{Rule: rule, Call: rec.id, Row: row, Detail: fmt.Sprintf(format, args...)})
+	v := func(rule rules.ID, row int, format string, args ...any) {
+		m.violateLocked(rules.Violation{Rule: rule, Call: uint64(rec.id), Row: row, Detail: fmt.Sprintf(format, args...)})
 	}
 	allFinal := len(res1) == len(rec.known)
 	for _, s := range res1 {
@@ -535,18 +536,18 @@ func (c *callRec) Cancel() drivers.CancelResult {
 	switch r {
 	case drivers.CancelRequested:
 		if !m.caps.CanCancel {
-			v(RuleCapabilities, -1, "Cancel answered REQUESTED although CanCancel is not declared")
+			v(rules.DCaps, -1, "Cancel answered REQUESTED although CanCancel is not declared")
 		}
 	case drivers.CancelUnsupported:
 	case drivers.CancelAlreadyDone:
 		if !allFinal {
-			v(RuleCancel, -1, "Cancel answered ALREADY_DONE while some row has no final result (%v)", res1)
+			v(rules.DCan1, -1, "Cancel answered ALREADY_DONE while some row has no final result (%v)", res1)
 		}
 	default:
-		v(RuleCancel, -1, "Cancel answered the invalid value %d", r)
+		v(rules.DCan1, -1, "Cancel answered the invalid value %d", r)
 	}
 	if blocked {
-		v(RuleCancel, -1, "Cancel did not return within the bound (it blocks)")
+		v(rules.DCan1, -1, "Cancel did not return within the bound (it blocks)")
 	}
 	if m.opts.CancelBound != nil || len(res0) != len(rec.known) || len(res1) != len(rec.known) {
 		return r
@@ -563,16 +564,16 @@ func (c *callRec) Cancel() drivers.CancelResult {
 		}
 	}
 	if len(completed) > 0 && acc0 == drivers.AccessPending && acc1.Evidenced() && allFinal {
-		v(RuleCancel, completed[0], "Cancel completed the transfer before returning: rows %v went PENDING → OK/MISS and access PENDING → %v inside Cancel", completed, acc1)
+		v(rules.DCan1, completed[0], "Cancel completed the transfer before returning: rows %v went PENDING → OK/MISS and access PENDING → %v inside Cancel", completed, acc1)
 	}
 	if acc0 != drivers.AccessEnded && acc1 == drivers.AccessEnded {
 		switch {
 		case acc0 == drivers.AccessUnprovable:
-			v(RuleCancelEnds, -1, "Cancel turned UNPROVABLE access into ENDED; a cancel is never proof of access end")
+			v(rules.DCan2, -1, "Cancel turned UNPROVABLE access into ENDED; a cancel is never proof of access end")
 		case len(pending) > 0:
-			v(RuleCancelEnds, pending[0], "Cancel made access ENDED while rows %v are still PENDING (may still transfer)", pending)
+			v(rules.DCan2, pending[0], "Cancel made access ENDED while rows %v are still PENDING (may still transfer)", pending)
 		case len(aborted) > 0:
-			v(RuleCancelEnds, aborted[0], "Cancel made access ENDED while aborting started rows %v (PENDING → FAULT); a cancel never proves access ended", aborted)
+			v(rules.DCan2, aborted[0], "Cancel made access ENDED while aborting started rows %v (PENDING → FAULT); a cancel never proves access ended", aborted)
 		}
 	}
 	return r

@@ -1,9 +1,9 @@
 // Package monitor is storesim's contract monitor: a wrapper that sits around
 // any store driver — simulated or real, single-threaded or concurrent — and
 // checks online every D-rule of SPEC §2 that is observable at the driver
-// boundary (SPEC §5.3). Each broken rule is recorded as a [Violation] value
-// carrying the rule id, the call, row, key or region, the virtual time and the
-// run's seed; nothing panics and nothing is refused: the monitor passes every
+// boundary (SPEC §5.3). Each broken rule is recorded as a [rules.Violation]
+// of class Contract carrying the rule id, the call, row, key or region, the
+// virtual time and the run's seed; nothing panics and nothing is refused: the monitor passes every
 // request through unchanged, so a test can see what the driver itself does.
 //
 // # Use

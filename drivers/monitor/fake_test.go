@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim"
 )
 
@@ -306,7 +307,7 @@ func (f *fake) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error)
 	}
 	if err := b.Validate(f.caps, func(h drivers.Handle) (drivers.Region, bool) { r, ok := f.live[h]; return r, ok }); err != nil {
 		switch {
-		case f.bug.AcceptsRepeatedKey && strings.Contains(err.Error(), "D-BATCH-KEYS"):
+		case f.bug.AcceptsRepeatedKey && strings.Contains(err.Error(), rules.DBatchKeys.String()):
 		case f.bug.AcceptsOversize && strings.Contains(err.Error(), "MaxRowsPerOp"):
 		case f.bug.RefusesInvalidVaguely:
 			return refuse(errors.New("transport hiccup"))

@@ -11,6 +11,7 @@ import (
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
 	"github.com/storesim/storesim/drivers/monitor"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim"
 	"github.com/storesim/storesim/sim/arena"
 )
@@ -19,7 +20,7 @@ import (
 // publishes, fetches, cancels, lookups and closes, then drain and two
 // shutdowns. Keys "pre/…" are in the store from the start and "none/…" are
 // never published, so with the calm mix the harness knows their truth.
-func memWorkload(t *testing.T, seed uint64, mix memdriver.FaultMix, together, truth bool) []monitor.Violation {
+func memWorkload(t *testing.T, seed uint64, mix memdriver.FaultMix, together, truth bool) []rules.Violation {
 	s := sim.New(sim.Options{Seed: seed, MaxWakeDelay: 3 * time.Microsecond, CoalesceChance: 0.3})
 	store, err := memdriver.NewStore(memdriver.StoreOptions{})
 	if err != nil {

@@ -3,7 +3,6 @@ package monitor
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -13,8 +12,8 @@ import (
 	"time"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim"
-	"github.com/storesim/storesim/sim/arena"
 )
 
 // Options configures a [Monitor].
@@ -85,18 +84,8 @@ type Monitor struct {
 	shutdowns       int
 	quarantined     bool
 
-	violations []Violation
+	violations []rules.Violation
 	seen       map[vkey]bool
-}
-
-// regRec is what the monitor knows of one registration.
-type regRec struct {
-	h              drivers.Handle
-	r              drivers.Region
-	live           bool
-	failedClose    bool // an Unregister failed (ErrUnregisterFailed) and none succeeded since
-	staleCloseSeen bool // a stale handle of overlapping memory was closed while this was live
-	duringShutdown bool // registered while Shutdown was running
 }
 
 // SizeStat counts Submits of valid batches of one size, for the
@@ -129,7 +118,7 @@ func Wrap(d drivers.Driver, opts Options) *Monitor {
 		m.wrapped = &Together{Monitor: m}
 	}
 	if err := m.caps.Check(); err != nil {
-		m.violate(Violation{Rule: RuleCapabilities, Row: -1, Detail: "declared capabilities are unusable: " + err.Error()})
+		m.violate(rules.Violation{Rule: rules.DCaps, Row: -1, Detail: "declared capabilities are unusable: " + err.Error()})
 	}
 	return m
 }
@@ -154,11 +143,11 @@ func Of(d drivers.Driver) (*Monitor, bool) {
 
 // Violations returns the violations seen so far, sorted by time, rule, call,
 // row, region, key and detail. Finish adds the end-of-run checks.
-func (m *Monitor) Violations() []Violation {
+func (m *Monitor) Violations() []rules.Violation {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	vs := slices.Clone(m.violations)
-	sortViolations(vs)
+	rules.Sort(vs)
 	return vs
 }
 
@@ -169,34 +158,28 @@ func (m *Monitor) now() time.Duration {
 	return m.opts.Clock.Now()
 }
 
-func (m *Monitor) violate(v Violation) {
+func (m *Monitor) violate(v rules.Violation) {
 	m.mu.Lock()
 	m.violateLocked(v)
 	m.mu.Unlock()
 }
 
 // violateLocked records v once per (rule, call, row, key, region).
-func (m *Monitor) violateLocked(v Violation) {
+func (m *Monitor) violateLocked(v rules.Violation) {
 	k := vkey{v.Rule, v.Call, v.Row, v.Key, v.Region}
 	if m.seen[k] {
 		return
 	}
 	m.seen[k] = true
-	v.At, v.Seed = m.now(), m.opts.Seed
+	v.Class, v.At, v.Seed = rules.Contract, m.now(), m.opts.Seed
 	m.violations = append(m.violations, v)
-}
-
-func setRegistered(r drivers.Region, on bool) {
-	if a, ok := r.Mem.(*arena.Arena); ok {
-		a.SetRegistered(on)
-	}
 }
 
 // Capabilities implements drivers.Driver.
 func (m *Monitor) Capabilities() drivers.Capabilities {
 	c := m.d.Capabilities()
 	if c != m.caps {
-		m.violate(Violation{Rule: RuleCapabilities, Row: -1,
+		m.violate(rules.Violation{Rule: rules.DCaps, Row: -1,
 			Detail: fmt.Sprintf("capabilities changed from %+v to %+v", m.caps, c)})
 	}
 	return c
@@ -211,218 +194,6 @@ func (m *Monitor) liveLocked(h drivers.Handle) (drivers.Region, bool) {
 	return r.r, true
 }
 
-func (m *Monitor) liveRegsLocked() []*regRec {
-	var out []*regRec
-	for _, r := range m.regs {
-		if r.live {
-			out = append(out, r)
-		}
-	}
-	slices.SortFunc(out, func(a, b *regRec) int { return cmp.Compare(a.h, b.h) })
-	return out
-}
-
-// mustRefuseLocked says why a registration of regions must be refused, or "".
-func (m *Monitor) mustRefuseLocked(regions []drivers.Region) (rule, why string, geom bool) {
-	if err := drivers.CheckGeometry(regions...); err != nil {
-		return RuleOverlap, "its geometry is bad (" + err.Error() + ")", true
-	}
-	for _, r := range regions {
-		for _, l := range m.liveRegsLocked() {
-			if r.Overlaps(l.r) {
-				return RuleOverlap, fmt.Sprintf("region %q overlaps live region %q (handle %d)", r.Label, l.r.Label, l.h), false
-			}
-		}
-	}
-	switch {
-	case m.shutdown:
-		return RuleRegAfterShut, "Shutdown had returned", false
-	case m.quarantined:
-		return RuleQuarantine, "an earlier together-registration was in doubt (quarantine)", false
-	}
-	return "", "", false
-}
-
-// addRegLocked records a successful registration.
-func (m *Monitor) addRegLocked(h drivers.Handle, r drivers.Region) {
-	if old := m.regs[h]; old != nil {
-		m.violateLocked(Violation{Rule: RuleStaleClose, Row: -1, Region: r.Label,
-			Detail: fmt.Sprintf("handle %d reused (it named region %q before); a stale close could take down the new registration", h, old.r.Label)})
-	}
-	m.regs[h] = &regRec{h: h, r: r, live: true, duringShutdown: m.shutting && !m.shutdown}
-	at := m.now()
-	for _, o := range m.opts.Observers {
-		o.Registered(at, h, r)
-	}
-}
-
-// refused checks a refused registration: geometry errors wrap
-// ErrBadGeometry (D-GEOM) and, with a BoundReporter, nothing of the refused
-// memory stays registered (D-REG-2 / D-TOG-1) except regions an in-doubt
-// error names (D-TOG-2).
-func (m *Monitor) refused(regions []drivers.Region, err error, geom bool, rule string) {
-	if geom && !errors.Is(err, drivers.ErrBadGeometry) {
-		m.violate(Violation{Rule: RuleGeometry, Row: -1, Region: regions[0].Label,
-			Detail: "a registration with bad geometry was refused with an error that does not wrap ErrBadGeometry: " + err.Error()})
-	}
-	if m.bound == nil || geom {
-		return
-	}
-	var doubt map[string]bool
-	var ind *drivers.InDoubtError
-	if errors.As(err, &ind) {
-		doubt = map[string]bool{}
-		for _, l := range ind.Labels {
-			doubt[l] = true
-		}
-	}
-	m.mu.Lock()
-	var check []drivers.Region
-	for _, r := range regions {
-		if doubt[r.Label] {
-			continue
-		}
-		free := true
-		for _, l := range m.liveRegsLocked() {
-			free = free && !r.Overlaps(l.r)
-		}
-		if free {
-			check = append(check, r)
-		}
-	}
-	m.mu.Unlock()
-	for _, r := range check {
-		if m.bound.Bound(r.Mem) {
-			m.violate(Violation{Rule: rule, Row: -1, Region: r.Label,
-				Detail: "a refused registration left the region's memory registered with the transport: " + err.Error()})
-		}
-	}
-}
-
-// Register implements drivers.Driver (D-REG-1, D-REG-2, D-REG-5, D-QUAR).
-func (m *Monitor) Register(r drivers.Region) (drivers.Handle, error) {
-	m.mu.Lock()
-	rule, why, geom := m.mustRefuseLocked([]drivers.Region{r})
-	m.mu.Unlock()
-	h, err := m.d.Register(r)
-	if err != nil {
-		m.refused([]drivers.Region{r}, err, geom, RuleRefusedLeaves)
-		return h, err
-	}
-	m.mu.Lock()
-	if why != "" {
-		m.violateLocked(Violation{Rule: rule, Row: -1, Region: r.Label, Detail: "Register succeeded although " + why})
-	}
-	m.addRegLocked(h, r)
-	m.mu.Unlock()
-	setRegistered(r, true)
-	return h, nil
-}
-
-// closeCtx is what the monitor gathered around one close of one handle.
-type closeCtx struct {
-	h     drivers.Handle
-	rec   *regRec    // nil: a handle the monitor never saw
-	stale bool       // rec was already closed
-	newer []*regRec  // live registrations overlapping a stale handle's memory
-	busy  []*callRec // not-ENDED calls naming a live handle
-}
-
-func (m *Monitor) beginCloseLocked(h drivers.Handle) closeCtx {
-	c := closeCtx{h: h, rec: m.regs[h]}
-	switch {
-	case c.rec == nil:
-	case !c.rec.live:
-		c.stale = true
-		for _, l := range m.liveRegsLocked() {
-			if l.r.Overlaps(c.rec.r) {
-				c.newer = append(c.newer, l)
-			}
-		}
-	default:
-		for _, call := range m.openLocked() {
-			if slices.Contains(call.handles, h) {
-				c.busy = append(c.busy, call)
-			}
-		}
-	}
-	return c
-}
-
-// endClose records the outcome of a close: released says whether the driver
-// claims the binding closed. Driver queries happen here, outside the lock.
-func (m *Monitor) endClose(c closeCtx, released bool, err error, busyRule, closeRule string) {
-	if c.rec == nil {
-		return
-	}
-	if c.stale {
-		for _, n := range c.newer {
-			took := m.live != nil && !m.live.Live(n.h)
-			took = took || (m.bound != nil && !m.bound.Bound(n.r.Mem))
-			m.mu.Lock()
-			n.staleCloseSeen = true
-			if took {
-				m.violateLocked(Violation{Rule: RuleStaleClose, Row: -1, Region: n.r.Label,
-					Detail: fmt.Sprintf("closing stale handle %d took down the newer registration %d of the same memory", c.h, n.h)})
-			}
-			m.mu.Unlock()
-		}
-		return
-	}
-	for _, call := range c.busy {
-		m.refresh(call)
-	}
-	if !released {
-		stillLive := m.live == nil || m.live.Live(c.h)
-		m.mu.Lock()
-		if errors.Is(err, drivers.ErrUnregisterFailed) {
-			c.rec.failedClose = true
-		}
-		if !stillLive {
-			m.violateLocked(Violation{Rule: closeRule, Row: -1, Region: c.rec.r.Label,
-				Detail: fmt.Sprintf("a failed close of handle %d (%v) closed it anyway: Live reports it gone", c.h, err)})
-		}
-		m.mu.Unlock()
-		return
-	}
-	stillLive := m.live != nil && m.live.Live(c.h)
-	m.mu.Lock()
-	for _, call := range c.busy {
-		if call.knownAcc != drivers.AccessEnded {
-			m.violateLocked(Violation{Rule: busyRule, Call: call.id, Row: -1, Region: c.rec.r.Label,
-				Detail: fmt.Sprintf("handle %d was closed while this call, whose access is %v, names it (want ErrBusy)", c.h, call.knownAcc)})
-		}
-	}
-	overlapped := false
-	for _, l := range m.liveRegsLocked() {
-		overlapped = overlapped || (l != c.rec && l.r.Overlaps(c.rec.r))
-	}
-	m.mu.Unlock()
-	stillBound := m.bound != nil && !overlapped && m.bound.Bound(c.rec.r.Mem)
-	m.mu.Lock()
-	if stillLive || stillBound {
-		m.violateLocked(Violation{Rule: closeRule, Row: -1, Region: c.rec.r.Label,
-			Detail: fmt.Sprintf("close of handle %d reported success but the driver still holds it (Live %v, Bound %v)", c.h, stillLive, stillBound)})
-	}
-	c.rec.live, c.rec.failedClose = false, false
-	at := m.now()
-	for _, o := range m.opts.Observers {
-		o.Unregistered(at, c.h, c.rec.r)
-	}
-	m.mu.Unlock()
-	setRegistered(c.rec.r, false)
-}
-
-// Unregister implements drivers.Driver (D-REG-3, D-REG-4, D-REG-6).
-func (m *Monitor) Unregister(h drivers.Handle) error {
-	m.mu.Lock()
-	c := m.beginCloseLocked(h)
-	m.mu.Unlock()
-	err := m.d.Unregister(h)
-	m.endClose(c, err == nil, err, RuleBusyClose, RuleFailedClose)
-	return err
-}
-
 // Contains implements drivers.Driver (D-LOOK-1, D-LOOK-2).
 func (m *Monitor) Contains(ctx context.Context, keys []string) ([]bool, error) {
 	found, err := m.d.Contains(ctx, keys)
@@ -431,10 +202,10 @@ func (m *Monitor) Contains(ctx context.Context, keys []string) ([]bool, error) {
 	if err == nil {
 		switch {
 		case len(keys) > m.caps.MaxRowsPerOp:
-			m.violateLocked(Violation{Rule: RuleLookupShape, Row: -1,
+			m.violateLocked(rules.Violation{Rule: rules.DLook1, Row: -1,
 				Detail: fmt.Sprintf("Contains answered a lookup of %d keys, more than MaxRowsPerOp=%d (want an error)", len(keys), m.caps.MaxRowsPerOp)})
 		case len(found) != len(keys):
-			m.violateLocked(Violation{Rule: RuleLookupShape, Row: -1,
+			m.violateLocked(rules.Violation{Rule: rules.DLook1, Row: -1,
 				Detail: fmt.Sprintf("Contains answered %d bools for %d keys (want an error wrapping ErrLookupFailed)", len(found), len(keys))})
 		case m.opts.Truth != nil:
 			for i, k := range keys {
@@ -442,7 +213,7 @@ func (m *Monitor) Contains(ctx context.Context, keys []string) ([]bool, error) {
 					continue
 				}
 				if present, known := m.opts.Truth(k); known && present {
-					m.violateLocked(Violation{Rule: RuleLookupHonest, Row: i, Key: k,
+					m.violateLocked(rules.Violation{Rule: rules.DLook2, Row: i, Key: k,
 						Detail: "Contains answered absent for a key known present (an outage answered as absent?)"})
 				}
 			}
@@ -486,29 +257,29 @@ func (m *Monitor) Drain() drivers.DrainStatus {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !slices.IsSorted(st.Pending) || len(slices.Compact(slices.Clone(st.Pending))) != len(st.Pending) {
-		m.violateLocked(Violation{Rule: RuleDrain, Row: -1, Detail: fmt.Sprintf("Drain's Pending %v is not in ascending id order without repeats", st.Pending)})
+		m.violateLocked(rules.Violation{Rule: rules.DDrain1, Row: -1, Detail: fmt.Sprintf("Drain's Pending %v is not in ascending id order without repeats", st.Pending)})
 	}
 	if !st.Done {
 		for _, c := range cands {
 			if c.knownAcc == drivers.AccessPending && !slices.Contains(st.Pending, c.id) {
-				m.violateLocked(Violation{Rule: RuleDrain, Call: c.id, Row: -1,
+				m.violateLocked(rules.Violation{Rule: rules.DDrain1, Call: uint64(c.id), Row: -1,
 					Detail: "Drain is not done but does not list this call, whose access is still PENDING"})
 			}
 		}
 		return st
 	}
 	if len(st.Pending) > 0 {
-		m.violateLocked(Violation{Rule: RuleDrain, Row: -1, Detail: fmt.Sprintf("Drain reported Done with calls %v pending", st.Pending)})
+		m.violateLocked(rules.Violation{Rule: rules.DDrain1, Row: -1, Detail: fmt.Sprintf("Drain reported Done with calls %v pending", st.Pending)})
 	}
 	for _, c := range cands {
 		if c.knownAcc == drivers.AccessPending {
-			m.violateLocked(Violation{Rule: RuleDrain, Call: c.id, Row: -1,
+			m.violateLocked(rules.Violation{Rule: rules.DDrain1, Call: uint64(c.id), Row: -1,
 				Detail: "Drain reported Done but the call's access is still PENDING (no evidence)"})
 		}
 	}
 	for _, r := range running {
 		if c := r.c; c.cbEnded < r.n {
-			m.violateLocked(Violation{Rule: RuleDrainCallback, Call: c.id, Row: -1,
+			m.violateLocked(rules.Violation{Rule: rules.DDrain2, Call: uint64(c.id), Row: -1,
 				Detail: "Drain reported Done while a callback of the call, running before Drain was called, had not returned"})
 		}
 	}
@@ -563,9 +334,9 @@ func (m *Monitor) Shutdown(ctx context.Context) []string {
 	}
 
 	m.mu.Lock()
-	rule := RuleShutdownAgain
+	rule := rules.DShut2
 	if first {
-		rule = RuleShutdown
+		rule = rules.DShut1
 	}
 	callLabels, regionLabels := parseLabels(labels)
 	named := map[drivers.Handle]drivers.CallID{} // region handle → a not-ENDED call naming it
@@ -574,7 +345,7 @@ func (m *Monitor) Shutdown(ctx context.Context) []string {
 			continue
 		}
 		if !callLabels[c.id] {
-			m.violateLocked(Violation{Rule: rule, Call: c.id, Row: -1,
+			m.violateLocked(rules.Violation{Rule: rule, Call: uint64(c.id), Row: -1,
 				Detail: fmt.Sprintf("Shutdown returned no call:%d:… label although the call's access is %v", c.id, c.knownAcc)})
 		}
 		for _, h := range c.handles {
@@ -590,14 +361,14 @@ func (m *Monitor) Shutdown(ctx context.Context) []string {
 			continue // reported held: stays live and retained
 		}
 		if id, ok := named[r.h]; ok {
-			m.violateLocked(Violation{Rule: rule, Call: id, Row: -1, Region: r.r.Label,
+			m.violateLocked(rules.Violation{Rule: rule, Call: uint64(id), Row: -1, Region: r.r.Label,
 				Detail: fmt.Sprintf("Shutdown returned no region:%s:… label although call %d, whose access is not ENDED, names it", r.r.Label, id)})
 		}
 		if held[i] {
-			m.violateLocked(Violation{Rule: rule, Row: -1, Region: r.r.Label,
+			m.violateLocked(rules.Violation{Rule: rule, Row: -1, Region: r.r.Label,
 				Detail: fmt.Sprintf("Shutdown returned no region:%s:… label although the driver still holds handle %d", r.r.Label, r.h)})
 			if r.duringShutdown {
-				m.violateLocked(Violation{Rule: RuleRegAfterShut, Row: -1, Region: r.r.Label,
+				m.violateLocked(rules.Violation{Rule: rules.DReg5, Row: -1, Region: r.r.Label,
 					Detail: "a registration racing Shutdown was completed and neither refused nor undone"})
 			}
 			continue
@@ -667,7 +438,7 @@ func countOutcome(stats []SizeStat, c *callRec) {
 // someone reads the call again). Call it at
 // quiescence (simulated runs) or after Shutdown returned (real runs), when no
 // callback can still come. It may be called more than once.
-func (m *Monitor) Finish() []Violation {
+func (m *Monitor) Finish() []rules.Violation {
 	m.mu.Lock()
 	recs := slices.DeleteFunc(slices.Clone(m.order), func(c *callRec) bool { return c.settled })
 	m.mu.Unlock()
@@ -681,7 +452,7 @@ func (m *Monitor) Finish() []Violation {
 		if acc.Evidenced() && len(res) == len(c.known) {
 			for i, s := range res {
 				if !s.Final() {
-					m.violateLocked(Violation{Rule: RuleStatus, Call: c.id, Row: i, Key: c.batch.Rows[i].Key,
+					m.violateLocked(rules.Violation{Rule: rules.DStatus, Call: uint64(c.id), Row: i, Key: c.batch.Rows[i].Key,
 						Detail: fmt.Sprintf("row has no final result at the end although the call's access is %v", acc)})
 				}
 			}
@@ -724,7 +495,7 @@ func (m *Monitor) fullSizeLocked() {
 	if math.Pow(q, float64(n)) >= 1e-6 {
 		return
 	}
-	m.violateLocked(Violation{Rule: RuleCapabilities, Row: -1,
+	m.violateLocked(rules.Violation{Rule: rules.DCaps, Row: -1,
 		Detail: fmt.Sprintf("every one of %d full-size batches (MaxRowsPerOp=%d rows) failed (%d refused, %d all FAULT) while %d of %d smaller ones succeeded",
 			full.Submitted, m.caps.MaxRowsPerOp, full.Refused, full.AllFault, smallOK, smallSubmitted)})
 }
@@ -749,10 +520,10 @@ func (m *Monitor) unsignalledLocked(c *callRec, res []drivers.Status, acc driver
 	}
 	what := strings.Join(missing, ", ")
 	if c.empty > 0 {
-		m.violateLocked(Violation{Rule: RuleEarlySignal, Call: c.id, Row: -1,
+		m.violateLocked(rules.Violation{Rule: rules.DCB1, Call: uint64(c.id), Row: -1,
 			Detail: fmt.Sprintf("%d of %d callbacks saw nothing new (signal before state) and no callback followed the change to %s", c.empty, c.callbacks, what)})
 		return
 	}
-	m.violateLocked(Violation{Rule: RuleLostWakeup, Call: c.id, Row: -1,
+	m.violateLocked(rules.Violation{Rule: rules.DCB2, Call: uint64(c.id), Row: -1,
 		Detail: fmt.Sprintf("no callback followed the last change (%d callbacks ran, none saw %s)", c.callbacks, what)})
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim"
 	"github.com/storesim/storesim/sim/arena"
 )
@@ -310,58 +311,58 @@ var (
 // monitor must report for it (SPEC §7 broken drivers by name where one
 // exists).
 type ruleCase struct {
-	name string // the planted bug (a SPEC §7 broken driver where one exists)
-	rule string // the rule the monitor must report
+	name string   // the planted bug (a SPEC §7 broken driver where one exists)
+	rule rules.ID // the rule the monitor must report
 	sc   scenario
 	bug  func(*bugs)
 }
 
 var ruleCases = []ruleCase{
-	{"LostWakeup", RuleLostWakeup, basic, func(b *bugs) { b.LostWakeup = true }},
-	{"EarlySignal", RuleEarlySignal, basic, func(b *bugs) { b.EarlySignal = true }},
-	{"SignalUnderLock", RuleUnderLock, basic, func(b *bugs) { b.UnderLock = true }},
-	{"SignalAfterShutdown", RuleAfterShutdown, basic, func(b *bugs) { b.AfterShutdown = true }},
-	{"RegressingResult", RuleMonotonic, basic, func(b *bugs) { b.Regress = true }},
-	{"AccessBackwards", RuleAccess, basic, func(b *bugs) { b.AccessBack = true }},
-	{"BlockingCancel", RuleCancel, basic, func(b *bugs) { b.BlockingCancel = true }},
-	{"CancelClaimsEnded", RuleCancelEnds, basic, func(b *bugs) { b.CancelEnds = true }},
-	{"AlreadyDoneLie", RuleCancel, basic, func(b *bugs) { b.AlreadyDoneLie = true }},
-	{"RequestedWithoutCanCancel", RuleCapabilities, basicNoCan, func(b *bugs) { b.RequestedWithoutCancel = true }},
-	{"ShortAnswer", RuleStatus, basic, func(b *bugs) { b.ShortAnswer = true }},
-	{"InvalidStatus", RuleStatus, basic, func(b *bugs) { b.BadStatus = true }},
-	{"DrainLies", RuleDrain, pendingShut, func(b *bugs) { b.DrainLies = true }},
-	{"DrainIgnoresRunningCallback", RuleDrainCallback, drainInCB, func(b *bugs) { b.DrainIgnoresCallbacks = true }},
-	{"DrainIgnoresDueCallback", RuleDrainCallback, deferredCB, func(b *bugs) { b.DrainIgnoresCallbacks = true }},
-	{"AcceptsAfterDrain", RuleDrain, afterDrain, func(b *bugs) { b.AcceptsAfterDrain = true }},
-	{"CallbackOnRefused", RuleSubmitRefused, afterDrain, func(b *bugs) { b.CallbackOnRefused = true }},
-	{"SilentShutdown", RuleShutdown, pendingShut, func(b *bugs) { b.SilentShutdown = true }},
-	{"ForgetfulSecondShutdown", RuleShutdownAgain, pendingShut, func(b *bugs) { b.ForgetfulSecondShutdown = true }},
-	{"UnregistersBusy", RuleBusyClose, busyClose, func(b *bugs) { b.UnregistersBusy = true }},
-	{"UnregisterLies", RuleFailedClose, failedClose, func(b *bugs) { b.UnregisterLies = true }},
-	{"FailedCloseCloses", RuleFailedClose, failedClose, func(b *bugs) { b.FailedCloseCloses = true }},
-	{"FailedCloseClosesBlind", RuleFailedClose, failedBlind, func(b *bugs) { b.FailedCloseCloses = true }},
-	{"CloseByAddress", RuleStaleClose, staleClose, func(b *bugs) { b.CloseByAddress = true }},
-	{"CloseByAddressBlind", RuleStaleClose, staleBlind, func(b *bugs) { b.CloseByAddress = true }},
-	{"AcceptsOverlap", RuleOverlap, registering, func(b *bugs) { b.AcceptsOverlap = true }},
-	{"AcceptsBadGeometry", RuleOverlap, registering, func(b *bugs) { b.AcceptsBadGeometry = true }},
-	{"GeometryNotWrapped", RuleGeometry, registering, func(b *bugs) { b.GeometryNotWrapped = true }},
-	{"LeakyRegisterFailure", RuleRefusedLeaves, registering, func(b *bugs) { b.LeakyRegister = true }},
-	{"RegistersAfterShutdown", RuleRegAfterShut, registering, func(b *bugs) { b.RegistersAfterShutdown = true }},
-	{"LeakyTogetherFailure", RuleTogether, together, func(b *bugs) { b.LeakyTogether = true }},
-	{"TogetherUnregistersBusy", RuleTogetherBusy, together, func(b *bugs) { b.TogetherBusy = true }},
-	{"TogetherLies", RuleTogetherClose, staleTogether(), func(b *bugs) { b.TogetherLies = true }},
-	{"IgnoresQuarantine", RuleQuarantine, quarantine, func(b *bugs) { b.IgnoresQuarantine = true }},
-	{"AcceptsRepeatedKey", RuleBatchKeys, badBatches, func(b *bugs) { b.AcceptsRepeatedKey = true }},
-	{"AcceptsOversize", RuleBatchValid, badBatches, func(b *bugs) { b.AcceptsOversize = true }},
-	{"RefusesInvalidVaguely", RuleBatchKeys, badBatches, func(b *bugs) { b.RefusesInvalidVaguely = true }},
-	{"NoCallNoError", RuleSubmitOwns, basic, func(b *bugs) { b.NilCall = true }},
-	{"MaxRowsOffByOneRefuses", RuleCapabilities, fullSize, func(b *bugs) { b.MaxRowsRefuse = true }},
-	{"MaxRowsOffByOneFaults", RuleCapabilities, fullSize, func(b *bugs) { b.MaxRowsFault = true }},
-	{"LookupShortAnswer", RuleLookupShape, truth, func(b *bugs) { b.LookupShort = true }},
-	{"LookupOversize", RuleLookupShape, truth, func(b *bugs) { b.LookupOversize = true }},
-	{"LookupOutageAsAbsent", RuleLookupHonest, truth, func(b *bugs) { b.LookupOutageAbsent = true }},
-	{"MissAsFault", RuleMissHonest, truth, func(b *bugs) { b.MissAsFault = true }},
-	{"FaultAsMiss", RuleMissHonest, truth, func(b *bugs) { b.FaultAsMiss = true }},
+	{"LostWakeup", rules.DCB2, basic, func(b *bugs) { b.LostWakeup = true }},
+	{"EarlySignal", rules.DCB1, basic, func(b *bugs) { b.EarlySignal = true }},
+	{"SignalUnderLock", rules.DCB4, basic, func(b *bugs) { b.UnderLock = true }},
+	{"SignalAfterShutdown", rules.DCB5, basic, func(b *bugs) { b.AfterShutdown = true }},
+	{"RegressingResult", rules.DCB3, basic, func(b *bugs) { b.Regress = true }},
+	{"AccessBackwards", rules.DAccess, basic, func(b *bugs) { b.AccessBack = true }},
+	{"BlockingCancel", rules.DCan1, basic, func(b *bugs) { b.BlockingCancel = true }},
+	{"CancelClaimsEnded", rules.DCan2, basic, func(b *bugs) { b.CancelEnds = true }},
+	{"AlreadyDoneLie", rules.DCan1, basic, func(b *bugs) { b.AlreadyDoneLie = true }},
+	{"RequestedWithoutCanCancel", rules.DCaps, basicNoCan, func(b *bugs) { b.RequestedWithoutCancel = true }},
+	{"ShortAnswer", rules.DStatus, basic, func(b *bugs) { b.ShortAnswer = true }},
+	{"InvalidStatus", rules.DStatus, basic, func(b *bugs) { b.BadStatus = true }},
+	{"DrainLies", rules.DDrain1, pendingShut, func(b *bugs) { b.DrainLies = true }},
+	{"DrainIgnoresRunningCallback", rules.DDrain2, drainInCB, func(b *bugs) { b.DrainIgnoresCallbacks = true }},
+	{"DrainIgnoresDueCallback", rules.DDrain2, deferredCB, func(b *bugs) { b.DrainIgnoresCallbacks = true }},
+	{"AcceptsAfterDrain", rules.DDrain1, afterDrain, func(b *bugs) { b.AcceptsAfterDrain = true }},
+	{"CallbackOnRefused", rules.DSub2, afterDrain, func(b *bugs) { b.CallbackOnRefused = true }},
+	{"SilentShutdown", rules.DShut1, pendingShut, func(b *bugs) { b.SilentShutdown = true }},
+	{"ForgetfulSecondShutdown", rules.DShut2, pendingShut, func(b *bugs) { b.ForgetfulSecondShutdown = true }},
+	{"UnregistersBusy", rules.DReg6, busyClose, func(b *bugs) { b.UnregistersBusy = true }},
+	{"UnregisterLies", rules.DReg4, failedClose, func(b *bugs) { b.UnregisterLies = true }},
+	{"FailedCloseCloses", rules.DReg4, failedClose, func(b *bugs) { b.FailedCloseCloses = true }},
+	{"FailedCloseClosesBlind", rules.DReg4, failedBlind, func(b *bugs) { b.FailedCloseCloses = true }},
+	{"CloseByAddress", rules.DReg3, staleClose, func(b *bugs) { b.CloseByAddress = true }},
+	{"CloseByAddressBlind", rules.DReg3, staleBlind, func(b *bugs) { b.CloseByAddress = true }},
+	{"AcceptsOverlap", rules.DReg1, registering, func(b *bugs) { b.AcceptsOverlap = true }},
+	{"AcceptsBadGeometry", rules.DReg1, registering, func(b *bugs) { b.AcceptsBadGeometry = true }},
+	{"GeometryNotWrapped", rules.DGeom, registering, func(b *bugs) { b.GeometryNotWrapped = true }},
+	{"LeakyRegisterFailure", rules.DReg2, registering, func(b *bugs) { b.LeakyRegister = true }},
+	{"RegistersAfterShutdown", rules.DReg5, registering, func(b *bugs) { b.RegistersAfterShutdown = true }},
+	{"LeakyTogetherFailure", rules.DTog1, together, func(b *bugs) { b.LeakyTogether = true }},
+	{"TogetherUnregistersBusy", rules.DTog4, together, func(b *bugs) { b.TogetherBusy = true }},
+	{"TogetherLies", rules.DTog3, staleTogether(), func(b *bugs) { b.TogetherLies = true }},
+	{"IgnoresQuarantine", rules.DQuar, quarantine, func(b *bugs) { b.IgnoresQuarantine = true }},
+	{"AcceptsRepeatedKey", rules.DBatchKeys, badBatches, func(b *bugs) { b.AcceptsRepeatedKey = true }},
+	{"AcceptsOversize", rules.DBatchValid, badBatches, func(b *bugs) { b.AcceptsOversize = true }},
+	{"RefusesInvalidVaguely", rules.DBatchKeys, badBatches, func(b *bugs) { b.RefusesInvalidVaguely = true }},
+	{"NoCallNoError", rules.DSub3, basic, func(b *bugs) { b.NilCall = true }},
+	{"MaxRowsOffByOneRefuses", rules.DCaps, fullSize, func(b *bugs) { b.MaxRowsRefuse = true }},
+	{"MaxRowsOffByOneFaults", rules.DCaps, fullSize, func(b *bugs) { b.MaxRowsFault = true }},
+	{"LookupShortAnswer", rules.DLook1, truth, func(b *bugs) { b.LookupShort = true }},
+	{"LookupOversize", rules.DLook1, truth, func(b *bugs) { b.LookupOversize = true }},
+	{"LookupOutageAsAbsent", rules.DLook2, truth, func(b *bugs) { b.LookupOutageAbsent = true }},
+	{"MissAsFault", rules.DMissHonest, truth, func(b *bugs) { b.MissAsFault = true }},
+	{"FaultAsMiss", rules.DMissHonest, truth, func(b *bugs) { b.FaultAsMiss = true }},
 }
 
 // staleTogether: a together-registration closed together while nothing is busy.
@@ -377,7 +378,7 @@ func staleTogether() scenario {
 	}, envOpt{}}
 }
 
-func runScenario(t *testing.T, sc scenario, seed uint64, b bugs) []Violation {
+func runScenario(t *testing.T, sc scenario, seed uint64, b bugs) []rules.Violation {
 	e := newEnv(t, seed, b, sc.opt)
 	sc.run(e)
 	return e.m.Finish()
@@ -390,7 +391,7 @@ func TestRules(t *testing.T) {
 			var b bugs
 			tc.bug(&b)
 			vs := runScenario(t, tc.sc, 7, b)
-			if !slices.ContainsFunc(vs, func(v Violation) bool { return v.Rule == tc.rule }) {
+			if !slices.ContainsFunc(vs, func(v rules.Violation) bool { return v.Rule == tc.rule }) {
 				t.Fatalf("bug %s in scenario %s: want a %s violation, got %v %s", tc.name, tc.sc.name, tc.rule, vs, repro)
 			}
 			for _, v := range vs {
@@ -513,7 +514,7 @@ func TestPassThrough(t *testing.T) {
 	e := newEnv(t, 1, bugs{}, envOpt{})
 	h := e.register(e.region("r", 4))
 	_, err := e.d.Submit(drivers.RowBatch{Dir: drivers.Fetch, Rows: []drivers.Row{{Key: "k", Handle: h}, {Key: "k", Handle: h, Slot: 1}}}, func() {})
-	if !errors.Is(err, drivers.ErrInvalidSubmission) || !strings.Contains(err.Error(), "D-BATCH-KEYS") {
+	if !errors.Is(err, drivers.ErrInvalidSubmission) || !strings.Contains(err.Error(), rules.DBatchKeys.String()) {
 		t.Fatalf("want the driver's own D-BATCH-KEYS refusal, got %v %s", err, repro)
 	}
 	if got, ok := Of(e.d); !ok || got != e.m {
@@ -534,7 +535,7 @@ func TestAbsentMayFault(t *testing.T) {
 		scenarioTruth(e)
 		flagged := false
 		for _, v := range e.m.Finish() {
-			flagged = flagged || v.Rule == RuleMissHonest
+			flagged = flagged || v.Rule == rules.DMissHonest
 		}
 		if flagged != absentIsMiss {
 			t.Fatalf("AbsentIsMiss=%v: D-MISS-HONEST flagged=%v, want %v (repro: go test ./drivers/monitor -run TestAbsentMayFault)", absentIsMiss, flagged, absentIsMiss)

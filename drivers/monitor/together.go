@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 )
 
 // Together is the monitored driver when the wrapped driver implements
@@ -35,11 +36,11 @@ func (t *Together) RegisterTogether(regions []drivers.Region) ([]drivers.Handle,
 			m.mu.Unlock()
 		}
 		if len(hs) > 0 {
-			m.violate(Violation{Rule: RuleTogether, Row: -1,
+			m.violate(rules.Violation{Rule: rules.DTog1, Row: -1,
 				Detail: fmt.Sprintf("a failed together-registration (%v) returned %d handles; failure must leave nothing registered", err, len(hs))})
 		}
 		if len(regions) > 0 {
-			m.refused(regions, err, geom, RuleTogether)
+			m.refused(regions, err, geom, rules.DTog1)
 		}
 		return hs, err
 	}
@@ -49,10 +50,10 @@ func (t *Together) RegisterTogether(regions []drivers.Region) ([]drivers.Handle,
 		label = regions[0].Label
 	}
 	if why != "" {
-		m.violateLocked(Violation{Rule: rule, Row: -1, Region: label, Detail: "RegisterTogether succeeded although " + why})
+		m.violateLocked(rules.Violation{Rule: rule, Row: -1, Region: label, Detail: "RegisterTogether succeeded although " + why})
 	}
 	if len(hs) != len(regions) {
-		m.violateLocked(Violation{Rule: RuleTogether, Row: -1, Region: label,
+		m.violateLocked(rules.Violation{Rule: rules.DTog1, Row: -1, Region: label,
 			Detail: fmt.Sprintf("RegisterTogether returned %d handles for %d regions", len(hs), len(regions))})
 	}
 	n := min(len(hs), len(regions))
@@ -91,7 +92,7 @@ func (t *Together) UnregisterTogether(hs []drivers.Handle) error {
 		if failed != nil && c.rec != nil {
 			released = !failed[c.rec.r.Label]
 		}
-		m.endClose(c, released, err, RuleTogetherBusy, RuleTogetherClose)
+		m.endClose(c, released, err, rules.DTog4, rules.DTog3)
 	}
 	return err
 }

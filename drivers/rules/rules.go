@@ -212,9 +212,13 @@ func init() {
 	}
 }
 
-// String is the rule's name as the contract spells it.
+// String is the rule's name as the contract spells it; "" for the zero ID
+// (no rule), as reports print "no rule".
 func (id ID) String() string {
-	if id == none || id >= count {
+	switch {
+	case id == none:
+		return ""
+	case id >= count:
 		return fmt.Sprintf("rule(%d)", uint8(id))
 	}
 	return table[id].Name
@@ -237,8 +241,12 @@ func (id ID) Valid() bool { return id > none && id < count }
 // MarshalText writes the rule's name (JSON reports carry names, not numbers).
 func (id ID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
 
-// UnmarshalText reads a rule's name.
+// UnmarshalText reads a rule's name ("" is the zero ID).
 func (id *ID) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*id = none
+		return nil
+	}
 	v, err := Parse(string(b))
 	*id = v
 	return err

@@ -2,18 +2,18 @@ package engine
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/storesim/storesim/backend"
 	"github.com/storesim/storesim/drivers"
-	"github.com/storesim/storesim/fuzz/workload"
-	"github.com/storesim/storesim/model"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/model/lender"
 )
 
-// backendCheck watches, at the driver boundary, what the backend sends and
-// what its calls answer, and judges the backend with it (the monitor judges
-// the driver):
+// backendCheck is an [Oracle]: it watches, at the driver boundary, what the
+// backend sends and what its calls answer, and judges the backend with it
+// (the monitor judges the driver):
 //
 //   - B-CUT: every batch the backend submits has 1..MaxRowsPerOp rows and
 //     pairwise distinct keys — a conforming driver refuses anything else,
@@ -21,85 +21,106 @@ import (
 //   - B-FETCH / B-PUBLISH: an attempt with a FAULT row in any of its calls
 //     is Failed, never Delivered (no partial delivery).
 //
+// A batch is the backend's when its first row names one of the backend's
+// bindings (a scenario's driver-submit on memory of its own is not judged).
 // Calls are tied to attempts through their slots: a slot is lent to one
-// attempt at a time and only re-lent after that attempt's access ENDED, so
-// the owner of a row's slot when the call is submitted is its attempt.
+// loan at a time and only re-lent after that attempt's access ENDED, so the
+// loan holding a row's slot when the call is submitted is its attempt's.
 type backendCheck struct {
-	r       *run
-	ep      *endpoint
+	ep *Endpoint
+
+	mu      sync.Mutex // observers may run on a real driver's goroutines
 	labels  map[drivers.Handle]string
-	owner   map[lender.SlotRef]*opState
-	calls   map[drivers.CallID]*opState
-	faulted map[*opState]drivers.CallID
+	calls   map[drivers.CallID]*lender.Loan
+	faulted map[*lender.Loan]drivers.CallID
+	found   []rules.Violation // B-CUT, seen online
 }
 
-func newBackendCheck(r *run, ep *endpoint) *backendCheck {
-	return &backendCheck{r: r, ep: ep, labels: map[drivers.Handle]string{},
-		owner: map[lender.SlotRef]*opState{}, calls: map[drivers.CallID]*opState{}, faulted: map[*opState]drivers.CallID{}}
+func newBackendCheck(ep *Endpoint) *backendCheck {
+	return &backendCheck{ep: ep, labels: map[drivers.Handle]string{},
+		calls: map[drivers.CallID]*lender.Loan{}, faulted: map[*lender.Loan]drivers.CallID{}}
 }
 
-// lend records that st's attempt owns the loan's slots from now on. The
-// check runs on the simulator only (nil in real-time mode, where observers
-// run on the driver's goroutines).
-func (c *backendCheck) lend(ln *lender.Loan, st *opState) {
-	if c == nil {
-		return
-	}
-	for _, ref := range ln.Slots() {
-		c.owner[ref] = st
-	}
-}
-
-func (c *backendCheck) fail(rule string, id drivers.CallID, at time.Duration, detail string) {
-	c.r.res.add(c.ep.spec.Name, model.Violation{Rule: rule, Class: model.Safety, Call: id, Row: -1, At: at, Seed: c.r.log.Seed, Detail: detail})
+func (c *backendCheck) fail(rule rules.ID, id drivers.CallID, at time.Duration, detail string) {
+	c.found = append(c.found, rules.Violation{Rule: rule, Class: rules.Safety, Call: uint64(id), Row: -1, At: at, Detail: detail})
 }
 
 func (c *backendCheck) Registered(_ time.Duration, h drivers.Handle, reg drivers.Region) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.labels[h] = reg.Label
 }
 
+// Submitted runs inside the backend's Submit, on the runtime's executor.
 func (c *backendCheck) Submitted(at time.Duration, id drivers.CallID, b drivers.RowBatch, err error) {
-	max := c.ep.mon.Capabilities().MaxRowsPerOp
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(b.Rows) > 0 && !c.backends(b.Rows[0].Handle) {
+		return
+	}
+	max := c.ep.Monitor.Capabilities().MaxRowsPerOp
 	if len(b.Rows) == 0 || len(b.Rows) > max {
-		c.fail("B-CUT", id, at, fmt.Sprintf("the backend submitted a %v batch of %d rows (MaxRowsPerOp %d)", b.Dir, len(b.Rows), max))
+		c.fail(rules.BCut, id, at, fmt.Sprintf("the backend submitted a %v batch of %d rows (MaxRowsPerOp %d)", b.Dir, len(b.Rows), max))
 	}
 	seen := make(map[string]bool, len(b.Rows))
 	for _, row := range b.Rows {
 		if seen[row.Key] {
-			c.fail("B-CUT", id, at, fmt.Sprintf("the backend submitted a %v batch naming key %q twice", b.Dir, row.Key))
+			c.fail(rules.BCut, id, at, fmt.Sprintf("the backend submitted a %v batch naming key %q twice", b.Dir, row.Key))
 			break
 		}
 		seen[row.Key] = true
 	}
 	if err == nil && len(b.Rows) > 0 {
-		if st := c.owner[lender.SlotRef{Region: c.labels[b.Rows[0].Handle], Slot: b.Rows[0].Slot}]; st != nil {
-			c.calls[id] = st
+		if ln := c.ep.Lender.LoanAt(lender.SlotRef{Region: c.labels[b.Rows[0].Handle], Slot: b.Rows[0].Slot}); ln != nil {
+			c.calls[id] = ln
 		}
 	}
+}
+
+// backends reports whether h is a binding of the endpoint's backend.
+func (c *backendCheck) backends(h drivers.Handle) bool {
+	b := c.ep.Backend
+	if b == nil {
+		return false
+	}
+	got, ok := b.Handle(c.labels[h])
+	return ok && got == h
 }
 
 func (c *backendCheck) RowFinal(_ time.Duration, id drivers.CallID, _ int, s drivers.Status) {
-	if st := c.calls[id]; st != nil && s == drivers.Fault {
-		if _, ok := c.faulted[st]; !ok {
-			c.faulted[st] = id
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ln := c.calls[id]; ln != nil && s == drivers.Fault {
+		if _, ok := c.faulted[ln]; !ok {
+			c.faulted[ln] = id
 		}
 	}
 }
 
-// finish judges every attempt once the run is over.
-func (c *backendCheck) finish(at time.Duration) {
-	for i, st := range c.r.ops {
-		id, faulted := c.faulted[st]
-		if st.ep != c.ep || !faulted || st.attempt == nil || st.attempt.State() != backend.Delivered {
+// Judge returns the B-CUT violations seen online, then judges every
+// admitted attempt of the endpoint (B-FETCH, B-PUBLISH).
+func (c *backendCheck) Judge(ep *Endpoint, in *CheckInput) []rules.Violation {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := append([]rules.Violation(nil), c.found...)
+	for _, at := range in.Attempts {
+		a := at.Attempt
+		if at.Endpoint != ep || a == nil || a.State() != backend.Delivered {
 			continue
 		}
-		rule := "B-FETCH"
-		if st.op.Kind == workload.Publish {
-			rule = "B-PUBLISH"
+		ln := ep.Lender.LoanOf(a)
+		id, faulted := c.faulted[ln]
+		if ln == nil || !faulted {
+			continue
 		}
-		c.fail(rule, id, at, fmt.Sprintf("op %d (%s): attempt %d is %v although its call %d answered a row FAULT (a fault fails the whole attempt)",
-			i, st.op.Kind, st.attempt.ID(), st.attempt.Outcome(), id))
+		rule := rules.BFetch
+		if a.Dir() == drivers.Publish {
+			rule = rules.BPublish
+		}
+		out = append(out, rules.Violation{Rule: rule, Class: rules.Safety, Call: uint64(id), Row: -1, At: in.At,
+			Detail: fmt.Sprintf("%s: attempt %d is %v although its call %d answered a row FAULT (a fault fails the whole attempt)", at.Label, a.ID(), a.Outcome(), id)})
 	}
+	return out
 }
 
 func (c *backendCheck) Unregistered(time.Duration, drivers.Handle, drivers.Region)    {}

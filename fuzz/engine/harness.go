@@ -17,7 +17,6 @@
 package engine
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -28,13 +27,11 @@ import (
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
 	"github.com/storesim/storesim/drivers/monitor"
-	"github.com/storesim/storesim/fuzz/registry"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/fuzz/workload"
 	"github.com/storesim/storesim/model"
 	"github.com/storesim/storesim/model/lender"
-	"github.com/storesim/storesim/model/refine"
 	"github.com/storesim/storesim/sim"
-	"github.com/storesim/storesim/sim/arena"
 )
 
 // Profile selects the fault mix and the store model of generated runs.
@@ -76,8 +73,9 @@ type Config struct {
 	// Factory, when set, builds every endpoint's driver instead of the
 	// registry (the conformance suite certifies a driver this way); the
 	// endpoint's driver name is passed through.
-	Factory func(name string, env registry.Env) (drivers.Driver, error)
-	// Observers, when set, adds monitor observers to an endpoint (see observers.go).
+	Factory Factory
+	// Observers, when set, adds monitor observers to an endpoint (the
+	// conformance suite counts race pairs on every endpoint's monitor).
 	Observers func(endpoint string) []monitor.Observer
 	_         struct{}
 }
@@ -138,7 +136,7 @@ func Run(log *workload.Log, cfg Config) *Result {
 	r.schedule()
 	err := r.runToIdle()
 	r.res.TraceHash, r.res.Steps, r.res.End = r.s.TraceHash(), r.s.Steps(), r.s.Now()
-	r.check(err)
+	r.judge(err)
 	return r.res
 }
 
@@ -160,38 +158,25 @@ type run struct {
 	cfg   Config
 	res   *Result
 	s     *sim.Scheduler // nil in real time (realmode.go)
-	clock sim.Clock      // s, or the realtime runtime: what the shared code stamps with
+	rt    sim.Runtime    // s, or the realtime runtime
 	store *memdriver.Store
 	seq   atomic.Int64
-	eps   []*endpoint
-	byEp  map[string]*endpoint
+	eps   []*Endpoint
+	byEp  map[string]*Endpoint
 	ops   []*opState
-}
-
-type endpoint struct {
-	spec   workload.Endpoint
-	lender *lender.Lender
-	rec    *model.Recorder
-	mon    *monitor.Monitor
-	check  *backendCheck
-	ref    *refine.Model // the backend's reference model (simulator only)
-	b      *backend.Backend
-	regErr error
-	down   bool // Shutdown returned
-	asked  bool // Shutdown called
-	labels []string
+	found []rules.Violation // what the harness itself found (a lender refusing a loan back)
 }
 
 type opState struct {
 	op      workload.Op
-	ep      *endpoint
+	ep      *Endpoint
 	attempt *backend.Attempt
 	skipped string
 }
 
 func (r *run) setup() error {
 	r.s = sim.New(SchedOptions(r.log.Seed))
-	r.clock = r.s
+	r.rt = r.s
 	store, err := memdriver.NewStore(memdriver.StoreOptions{
 		Evicting: r.log.Store == "evicting", EvictChance: EvictChance(r.log.Store),
 		Rand: r.s.Rand("harness/store"), OnEvent: r.storeEvent,
@@ -199,7 +184,7 @@ func (r *run) setup() error {
 	if err != nil {
 		return err
 	}
-	r.store, r.byEp = store, map[string]*endpoint{}
+	r.store, r.byEp = store, map[string]*Endpoint{}
 	for _, spec := range r.log.Endpoints {
 		ep, err := r.endpoint(spec)
 		if err != nil {
@@ -225,56 +210,47 @@ func (r *run) storeEvent(e memdriver.StoreEvent) {
 		return
 	}
 	if ep := r.byEp[e.By.Driver]; ep != nil {
-		ep.rec.Put(r.s.Now(), e.By.Call, e.By.Row, e.Key)
+		ep.Recorder.Put(r.s.Now(), e.By.Call, e.By.Row, e.Key)
 	}
 }
 
-func (r *run) endpoint(spec workload.Endpoint) (*endpoint, error) {
-	ep := &endpoint{spec: spec}
-	ep.rec = model.NewRecorder(model.RecorderOptions{Seed: r.log.Seed, Sequence: &r.seq, StoreLogComplete: true, Lookups: true})
-	specs := make([]lender.Spec, len(spec.Regions))
-	for i, rs := range spec.Regions {
-		specs[i] = lender.Spec{Label: rs.Label, Slots: rs.Slots, SlotBytes: rs.SlotBytes}
-	}
-	var err error
-	if ep.lender, err = lender.NewWithArenas(arena.Options{Clock: r.s, OnTouch: ep.rec.OnTouch}, specs...); err != nil {
-		return nil, err
-	}
+// endpoint builds the endpoint a log line declares, on the simulator. An
+// error is the log's (ErrBadLog: a bad fault line, region shape, backend
+// config, an unknown driver name) unless Config.Factory failed.
+func (r *run) endpoint(spec workload.Endpoint) (*Endpoint, error) {
 	mix, err := memdriver.ParseFaultMix(strings.Join(spec.Faults, "\n"))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrBadLog, err)
 	}
-	caps := drivers.Capabilities{MaxRowsPerOp: spec.MaxRows, AbsentIsMiss: spec.AbsentIsMiss, CanFetch: true, CanPublish: true, CanCancel: true}
-	newDriver := registry.New
-	if r.cfg.Factory != nil {
-		newDriver = r.cfg.Factory
+	o := r.endpointOptions(spec)
+	o.RT, o.Sched, o.Store, o.Faults = r.s, r.s, r.store, mix
+	o.Recorder = model.RecorderOptions{Sequence: &r.seq, StoreLogComplete: true, Lookups: true}
+	o.Backend.DrainTimeout = time.Millisecond
+	o.Model = true
+	ep, err := NewEndpoint(o)
+	if err != nil && (r.cfg.Factory == nil || !errors.Is(err, ErrDriver)) {
+		err = fmt.Errorf("%w: %w", ErrBadLog, err)
 	}
-	d, err := newDriver(spec.Driver, registry.Env{RT: r.s, Store: r.store, Name: spec.Name, Caps: caps, Faults: mix})
-	if err != nil {
-		return nil, err
+	return ep, err
+}
+
+// endpointOptions is what a log's endpoint line says, in either mode.
+func (r *run) endpointOptions(spec workload.Endpoint) EndpointOptions {
+	memory := make([]lender.Spec, len(spec.Regions))
+	for i, rs := range spec.Regions {
+		memory[i] = lender.Spec{Label: rs.Label, Slots: rs.Slots, SlotBytes: rs.SlotBytes}
 	}
-	if p, ok := d.(interface{ PendingCalls() []string }); ok {
-		r.s.AddPending(spec.Name+"/driver", p.PendingCalls)
+	var observers []monitor.Observer
+	if r.cfg.Observers != nil {
+		observers = r.cfg.Observers(spec.Name)
 	}
-	ep.check = newBackendCheck(r, ep)
-	ep.mon = monitor.Wrap(d, monitor.Options{Clock: r.s, Seed: r.log.Seed, Observers: append([]monitor.Observer{ep.rec, ep.check}, r.cfg.observers(spec.Name)...)})
-	ep.ref = refine.New(refine.Config{Endpoint: spec.Name, Clock: r.s, Seed: r.log.Seed})
-	ep.b, ep.regErr = backend.New(r.s, ep.ref.Wrap(ep.mon.Driver()), ep.lender.Regions(), backend.Config{
-		Name: spec.Name, MaxCallsInFlight: spec.InFlight, MaxQueuedCalls: spec.Queued,
-		MaxUnprovable: spec.Unprovable, DrainTimeout: time.Millisecond, OnChange: ep.lender.OnChange,
-	})
-	if ep.b == nil {
-		return nil, ep.regErr
+	return EndpointOptions{
+		Name: spec.Name, Driver: spec.Driver, New: r.cfg.Factory, Seed: r.log.Seed,
+		Caps:      drivers.Capabilities{MaxRowsPerOp: spec.MaxRows, AbsentIsMiss: spec.AbsentIsMiss, CanFetch: true, CanPublish: true, CanCancel: true},
+		Observers: observers,
+		Memory:    memory,
+		Backend:   backend.Config{MaxCallsInFlight: spec.InFlight, MaxQueuedCalls: spec.Queued, MaxUnprovable: spec.Unprovable},
 	}
-	ep.ref.SetBackend(ep.b.Capabilities(), ep.b.Config(), ep.b.Stats)
-	r.s.AddPending(spec.Name+"/backend", ep.b.Pending)
-	r.s.AddPending(spec.Name+"/shutdown", func() []string {
-		if ep.asked && !ep.down {
-			return []string{"shutdown has not returned"}
-		}
-		return nil
-	})
-	return ep, nil
 }
 
 func (r *run) schedule() {
@@ -291,7 +267,7 @@ func (r *run) do(i int, st *opState) {
 		r.submit(i, st)
 	case workload.Cancel:
 		if t := r.ops[st.op.Target]; t.attempt != nil {
-			t.ep.refCancel(t.attempt)
+			t.ep.Cancel(t.attempt)
 		}
 	case workload.Shutdown:
 		r.shutdown(st.ep)
@@ -300,37 +276,42 @@ func (r *run) do(i int, st *opState) {
 
 func (r *run) submit(i int, st *opState) {
 	ep := st.ep
-	loan, err := ep.lender.Lend(len(st.op.Keys))
+	loan, err := ep.Lender.Lend(len(st.op.Keys))
 	if err != nil {
 		st.skipped = err.Error()
 		return
 	}
 	if st.op.Kind == workload.Publish {
 		for row := range st.op.Keys {
-			ep.lender.Fill(loan, row, content(r.log.Seed, i, row, ep.spec.Regions[0].SlotBytes))
+			ep.Lender.Fill(loan, row, content(r.log.Seed, i, row, ep.Regions[0].SlotBytes))
 		}
 	}
-	ep.check.lend(loan, st)
-	v, err := loan.View(ep.b, st.op.Keys, st.op.Mask)
+	v, err := loan.View(ep.Backend, st.op.Keys, st.op.Mask)
 	var a *backend.Attempt
 	if err == nil {
 		dir := drivers.Fetch
 		if st.op.Kind == workload.Publish {
 			dir = drivers.Publish
 		}
-		a, err = ep.admit(dir, v)
+		a, err = ep.Admit(dir, v)
 	}
 	if err != nil {
 		st.skipped = err.Error()
-		if rerr := ep.lender.Return(loan); rerr != nil {
-			r.res.add(ep.spec.Name, model.Violation{Rule: "harness", Class: model.Safety, Row: -1, At: r.clock.Now(), Seed: r.log.Seed, Detail: rerr.Error()})
+		if rerr := ep.Lender.Return(loan); rerr != nil {
+			r.harness(ep, rerr)
 		}
 		return
 	}
 	st.attempt = a
-	if err := ep.lender.Attach(loan, a); err != nil {
-		r.res.add(ep.spec.Name, model.Violation{Rule: "harness", Class: model.Safety, Row: -1, At: r.clock.Now(), Seed: r.log.Seed, Detail: err.Error()})
+	if err := ep.Lender.Attach(loan, a); err != nil {
+		r.harness(ep, err)
 	}
+}
+
+// harness records a failure of the harness itself (the lender refusing what
+// the harness asks of it): the run cannot be trusted.
+func (r *run) harness(ep *Endpoint, err error) {
+	r.found = append(r.found, rules.Violation{Rule: rules.HarnessErr, Class: rules.Harness, Endpoint: ep.Name, Row: -1, At: r.rt.Now(), Seed: r.log.Seed, Detail: err.Error()})
 }
 
 // content is the distinguishable object a publish writes: a function of the
@@ -347,23 +328,8 @@ func content(seed uint64, op, row, n int) []byte {
 	return b
 }
 
-func (r *run) shutdown(ep *endpoint) {
-	if ep.asked {
-		return
+func (r *run) shutdown(ep *Endpoint) {
+	if !ep.Asked {
+		ep.Shutdown(nil)
 	}
-	ep.asked = true
-	if ep.ref != nil {
-		ep.ref.ShutdownAsked()
-	}
-	ep.b.Shutdown(func(labels []string) {
-		ep.down, ep.labels = true, labels
-		if ep.ref != nil {
-			ep.ref.ShutdownReturned(labels)
-		}
-		ep.lender.ShutdownReturned(labels)
-	})
 }
-
-// ctx is the context the harness hands to blocking driver calls; the
-// simulated drivers answer at once.
-var ctx = context.Background()

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/fuzz/registry"
 )
 
@@ -80,9 +81,9 @@ func TestCheckersFire(t *testing.T) {
 	cases := []struct {
 		name string
 		wrap func(drivers.Driver) drivers.Driver
-		rule string
+		rule rules.ID
 	}{
-		{"lost callbacks", func(d drivers.Driver) drivers.Driver { return silent{d} }, "D-CB-2"},
+		{"lost callbacks", func(d drivers.Driver) drivers.Driver { return silent{d} }, rules.DCB2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,7 +121,7 @@ func TestReportNamesRuleAndRepro(t *testing.T) {
 		res.WriteReport(&b)
 		out := b.String()
 		want := fmt.Sprintf("repro: storesim replay --seed %d --driver mixed --profile calm --ops 100", seed)
-		if !strings.Contains(out, res.Rule()) || !strings.Contains(out, want) {
+		if !strings.Contains(out, res.Rule().String()) || !strings.Contains(out, want) {
 			t.Fatalf("report lacks the rule %q or %q:\n%s (repro: go test ./fuzz/engine -run TestReportNamesRuleAndRepro)", res.Rule(), want, out)
 		}
 		return
@@ -142,7 +143,7 @@ func TestPanicIsAFailure(t *testing.T) {
 		return panicky{d}, err
 	}
 	res := RunSeed(0, Config{Profile: Calm, Factory: factory})
-	if res.Verdict != Safety || res.Rule() != "B-SUBMIT" || !strings.Contains(res.Failures[0].Detail, "planted") {
+	if res.Verdict != Safety || res.Rule() != rules.BSubmit || !strings.Contains(res.Failures[0].Detail, "planted") {
 		t.Fatalf("got %s, want a B-SUBMIT failure naming the panic (repro: go test ./fuzz/engine -run TestPanicIsAFailure)", res.Summary())
 	}
 }

@@ -45,14 +45,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/storesim/storesim/backend"
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/monitor"
 	"github.com/storesim/storesim/drivers/monitor/realprobe"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/fuzz/registry"
 	"github.com/storesim/storesim/fuzz/workload"
 	"github.com/storesim/storesim/model"
-	"github.com/storesim/storesim/model/lender"
 	"github.com/storesim/storesim/sim/arena"
 	"github.com/storesim/storesim/sim/realtime"
 )
@@ -136,7 +135,7 @@ func RunReal(log *workload.Log, cfg Config, rd RealDriver) *Result {
 		return r.res
 	}
 	rt := realtime.New(log.Seed)
-	r.clock = rt
+	r.rt = rt
 	rr := &realRun{run: r, rt: rt, rd: rd, done: make(chan struct{})}
 	var err error
 	rt.Do(func() { err = rr.setup() })
@@ -150,11 +149,9 @@ func RunReal(log *workload.Log, cfg Config, rd RealDriver) *Result {
 	rr.stop()
 	r.res.End = rt.Now()
 	for _, e := range rr.eps {
-		for _, v := range e.writesAfterReport(r.log.Seed) {
-			r.res.add(e.ep.spec.Name, v)
-		}
+		r.found = append(r.found, e.writesAfterReport(r.log.Seed)...)
 	}
-	r.check(runErr)
+	r.judge(runErr)
 	rr.cleanup()
 	return r.res
 }
@@ -189,11 +186,9 @@ type realRun struct {
 	shutting []string
 }
 
-// realEndpoint is an endpoint plus what real time adds: the unwrapped driver
-// (shut down directly if the backend never did) and the write stamps.
+// realEndpoint is an endpoint plus what real time adds: the write stamps.
 type realEndpoint struct {
-	ep  *endpoint
-	raw drivers.Driver
+	ep *Endpoint
 
 	mu     sync.Mutex
 	writes []stampedWrite
@@ -207,7 +202,7 @@ type stampedWrite struct {
 }
 
 func (rr *realRun) setup() error {
-	rr.byEp = map[string]*endpoint{}
+	rr.byEp = map[string]*Endpoint{}
 	for _, spec := range rr.log.Endpoints {
 		e, err := rr.endpoint(spec)
 		if e != nil {
@@ -224,68 +219,37 @@ func (rr *realRun) setup() error {
 
 // endpoint is run.endpoint on the real runtime: the real driver, the
 // wall-clock probes of the monitor (D-CB-4, D-CAN-1), no store events, no
-// lookups as operations. The returned realEndpoint is non-nil once a driver
-// exists, even with an error, so stop can shut it down.
+// lookups as operations, write stamps. The returned realEndpoint is non-nil
+// once a driver exists, even with an error, so stop can shut it down.
 func (rr *realRun) endpoint(spec workload.Endpoint) (*realEndpoint, error) {
-	ep := &endpoint{spec: spec}
-	e := &realEndpoint{ep: ep}
-	ep.rec = model.NewRecorder(model.RecorderOptions{Seed: rr.log.Seed, Sequence: &rr.seq})
-	specs := make([]lender.Spec, len(spec.Regions))
-	for i, rs := range spec.Regions {
-		specs[i] = lender.Spec{Label: rs.Label, Slots: rs.Slots, SlotBytes: rs.SlotBytes}
+	e := &realEndpoint{}
+	o := rr.endpointOptions(spec)
+	o.New, o.RT, o.OnTouch = rr.rd.New, rr.rt, e.onTouch
+	o.Recorder = model.RecorderOptions{Sequence: &rr.seq}
+	o.Monitor = monitor.Options{LockProbe: realprobe.LockProbe(0), CancelBound: realprobe.Stopwatch(0)}
+	o.Backend.DrainTimeout = rr.rd.DrainTimeout
+	ep, err := NewEndpoint(o)
+	if err != nil && !errors.Is(err, ErrDriver) {
+		err = fmt.Errorf("%w: %w", ErrBadLog, err) // the factory failing is not the log's fault
 	}
-	var err error
-	if ep.lender, err = lender.NewWithArenas(arena.Options{Clock: rr.rt, OnTouch: e.onTouch}, specs...); err != nil {
+	if ep == nil {
 		return nil, err
 	}
-	caps := drivers.Capabilities{MaxRowsPerOp: spec.MaxRows, AbsentIsMiss: spec.AbsentIsMiss, CanFetch: true, CanPublish: true, CanCancel: true}
-	d, err := safeNewReal(rr.rd.New, spec.Driver, registry.Env{RT: rr.rt, Name: spec.Name, Caps: caps})
-	if err != nil {
-		return nil, err
-	}
-	e.raw = d
-	ep.mon = monitor.Wrap(d, monitor.Options{
-		Clock: rr.rt, Seed: rr.log.Seed,
-		Observers: append([]monitor.Observer{ep.rec}, rr.cfg.observers(spec.Name)...),
-		LockProbe: realprobe.LockProbe(0), CancelBound: realprobe.Stopwatch(0),
-	})
-	ep.b, ep.regErr = backend.New(rr.rt, ep.mon.Driver(), ep.lender.Regions(), backend.Config{
-		Name: spec.Name, MaxCallsInFlight: spec.InFlight, MaxQueuedCalls: spec.Queued,
-		MaxUnprovable: spec.Unprovable, DrainTimeout: rr.rd.DrainTimeout, OnChange: ep.lender.OnChange,
-	})
-	if ep.b == nil {
-		return e, ep.regErr
-	}
-	return e, nil
+	e.ep = ep
+	return e, err
 }
 
-// safeNewReal turns a panicking factory into an error (bad input never
-// panics the harness).
-func safeNewReal(f func(string, registry.Env) (drivers.Driver, error), name string, env registry.Env) (d drivers.Driver, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			d, err = nil, fmt.Errorf("real time: driver factory panicked: %v", p)
-		}
-	}()
-	d, err = f(name, env)
-	if err == nil && d == nil {
-		err = errors.New("real time: driver factory returned no driver")
-	}
-	return d, err
-}
-
-// onTouch feeds the recorder (the memory oracle orders touches against its
-// events) and keeps writes stamped with the recorder's sequence number.
-// The stamp is read after the write: for a driver that reports a FETCH row
-// only after writing its slot, the row's final event comes later still, so
-// its sequence number is larger than the stamp; a stamp at or after it means
-// the write followed the report.
+// onTouch runs after the recorder saw the touch (the memory oracle orders
+// touches against its events) and keeps writes stamped with the recorder's
+// sequence number. The stamp is read after the write: for a driver that
+// reports a FETCH row only after writing its slot, the row's final event
+// comes later still, so its sequence number is larger than the stamp; a
+// stamp at or after it means the write followed the report.
 func (e *realEndpoint) onTouch(t arena.Touch) {
-	e.ep.rec.OnTouch(t)
 	if t.Op != arena.Write {
 		return
 	}
-	seq := e.ep.rec.Seq()
+	seq := e.ep.Recorder.Seq()
 	e.mu.Lock()
 	e.writes = append(e.writes, stampedWrite{touch: t, seq: seq})
 	e.mu.Unlock()
@@ -295,9 +259,9 @@ func (e *realEndpoint) onTouch(t arena.Touch) {
 // reported OK claims the object is in the slot; a write of that slot by the
 // row after the report means it was not (the backend and the lender may
 // already have acted on the result). One violation per call and row.
-func (e *realEndpoint) writesAfterReport(seed uint64) []model.Violation {
+func (e *realEndpoint) writesAfterReport(seed uint64) []rules.Violation {
 	calls := map[drivers.CallID]model.CallInfo{}
-	for _, c := range e.ep.rec.Calls() {
+	for _, c := range e.ep.Recorder.Calls() {
 		calls[c.ID] = c
 	}
 	e.mu.Lock()
@@ -308,7 +272,7 @@ func (e *realEndpoint) writesAfterReport(seed uint64) []model.Violation {
 		row  int
 	}
 	seen := map[callRow]bool{}
-	var out []model.Violation
+	var out []rules.Violation
 	for _, w := range writes {
 		c, ok := calls[w.touch.By.Call]
 		row := w.touch.By.Row
@@ -321,11 +285,11 @@ func (e *realEndpoint) writesAfterReport(seed uint64) []model.Violation {
 			continue
 		}
 		seen[k] = true
-		out = append(out, model.Violation{Rule: "D-STATUS", Class: model.Safety, Call: c.ID, Row: row, Key: ri.Key, At: w.touch.At, Seed: seed,
+		out = append(out, rules.Violation{Rule: rules.DStatus, Class: rules.Safety, Endpoint: e.ep.Name, Call: uint64(c.ID), Row: row, Key: ri.Key, At: w.touch.At, Seed: seed,
 			Detail: fmt.Sprintf("FETCH row reported OK (#%d at %v) but its slot was written after the report, so the object was not in the slot when reported: %s",
 				ri.FinalSeq, ri.FinalAt, w.touch)})
 	}
-	model.SortViolations(out)
+	rules.Sort(out)
 	return out
 }
 
@@ -367,19 +331,16 @@ func (rr *realRun) do(i int, st *opState) {
 	rr.settle()
 }
 
-func (rr *realRun) shutdown(ep *endpoint) {
-	if ep.asked {
+func (rr *realRun) shutdown(ep *Endpoint) {
+	if ep.Asked {
 		return
 	}
-	ep.asked = true
 	rr.mu.Lock()
-	rr.shutting = append(rr.shutting, ep.spec.Name)
+	rr.shutting = append(rr.shutting, ep.Name)
 	rr.mu.Unlock()
-	ep.b.Shutdown(func(labels []string) {
-		ep.down, ep.labels = true, labels
-		ep.lender.ShutdownReturned(labels)
+	ep.Shutdown(func([]string) {
 		rr.mu.Lock()
-		rr.shutting = slices.DeleteFunc(rr.shutting, func(n string) bool { return n == ep.spec.Name })
+		rr.shutting = slices.DeleteFunc(rr.shutting, func(n string) bool { return n == ep.Name })
 		rr.mu.Unlock()
 		rr.settle()
 	})
@@ -393,7 +354,7 @@ func (rr *realRun) settle() {
 		return
 	}
 	for _, e := range rr.eps {
-		if e.ep.asked && !e.ep.down {
+		if e.ep.Asked && !e.ep.Down {
 			return
 		}
 	}
@@ -412,11 +373,11 @@ func (rr *realRun) pending() []string {
 		}
 		for _, e := range rr.eps {
 			ep := e.ep
-			for _, p := range ep.b.Pending() {
-				out = append(out, ep.spec.Name+"/backend: "+p)
+			for _, p := range ep.Backend.Pending() {
+				out = append(out, ep.Name+"/backend: "+p)
 			}
-			if ep.asked && !ep.down {
-				out = append(out, ep.spec.Name+"/shutdown: shutdown has not returned")
+			if ep.Asked && !ep.Down {
+				out = append(out, ep.Name+"/shutdown: shutdown has not returned")
 			}
 		}
 		ch <- out
@@ -454,8 +415,8 @@ func (rr *realRun) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), rr.rd.Wait)
 	defer cancel()
 	for _, e := range rr.eps {
-		if e.raw != nil && (e.ep.b == nil || !e.ep.down) {
-			e.raw.Shutdown(ctx)
+		if e.ep.Backend == nil || !e.ep.Down {
+			e.ep.Driver.Shutdown(ctx)
 		}
 	}
 	select {

@@ -16,6 +16,7 @@ import (
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
 	"github.com/storesim/storesim/drivers/redisdriver"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/fuzz/registry"
 )
 
@@ -121,7 +122,7 @@ func TestRunRealRedisPlant(t *testing.T) {
 		rd, _ := redisReal(t, addr, seed, redisdriver.PlantWritesAfterReport)
 		res := RunReal(Plan(seed, Config{Profile: Calm}), Config{Profile: Calm}, rd)
 		for _, f := range res.Failures {
-			if f.Rule == "D-STATUS" && strings.Contains(f.Detail, "written after the report") {
+			if f.Rule == rules.DStatus && strings.Contains(f.Detail, "written after the report") {
 				if res.Verdict != Safety {
 					t.Fatalf("seed %d: verdict %s with a D-STATUS failure:\n%s%s", seed, res.Verdict, report(res), realRepro(t))
 				}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/model"
 )
 
@@ -35,8 +36,8 @@ func (r *Result) Summary() string {
 	if r.RealTime {
 		s = fmt.Sprintf("seed %d: %s real-time elapsed=%v", r.Seed, r.Verdict, r.End.Round(time.Microsecond))
 	}
-	if rule := r.Rule(); rule != "" {
-		s += " rule=" + rule
+	if rule := r.Rule(); rule.Valid() {
+		s += " rule=" + rule.String()
 	}
 	if r.Err != nil {
 		s += " error=" + r.Err.Error()
@@ -66,7 +67,7 @@ func (r *Result) WriteReport(w io.Writer) {
 	if len(r.Failures) > 0 {
 		f := r.Failures[0]
 		fmt.Fprintf(w, "timeline of %s:\n", focus(f))
-		for _, line := range r.Timeline(f.Endpoint, f.Call, f.Key, 40) {
+		for _, line := range r.Timeline(f.Endpoint, drivers.CallID(f.Call), f.Key, 40) {
 			fmt.Fprintf(w, "  %s\n", line)
 		}
 	}
@@ -75,7 +76,7 @@ func (r *Result) WriteReport(w io.Writer) {
 	fmt.Fprintf(w, "repro: %s\n", r.Repro())
 }
 
-func focus(f Failure) string {
+func focus(f rules.Violation) string {
 	var parts []string
 	if f.Endpoint != "" {
 		parts = append(parts, "endpoint "+f.Endpoint)

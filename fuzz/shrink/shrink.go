@@ -36,6 +36,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/fuzz/engine"
 	"github.com/storesim/storesim/fuzz/workload"
 )
@@ -97,7 +98,7 @@ type Result struct {
 	Log      *workload.Log
 	Run      *engine.Result // the run of Log
 	Verdict  engine.Verdict
-	Rule     string
+	Rule     rules.ID
 	Original Size
 	Runs     int
 	// Done: a whole round of every pass removed nothing (a local minimum);

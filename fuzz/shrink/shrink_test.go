@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/fuzz/engine"
 	"github.com/storesim/storesim/fuzz/registry"
 	"github.com/storesim/storesim/fuzz/workload"
@@ -44,7 +45,7 @@ func failingSeed(t *testing.T, profile engine.Profile, cfg engine.Config) (*work
 	cfg.Profile = profile
 	for seed := range uint64(40) {
 		log := engine.Plan(seed, cfg)
-		if res := engine.Run(log, cfg); res.Verdict == engine.Safety && res.Rule() == "D-CB-2" {
+		if res := engine.Run(log, cfg); res.Verdict == engine.Safety && res.Rule() == rules.DCB2 {
 			return log, res
 		}
 	}

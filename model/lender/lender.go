@@ -33,6 +33,7 @@ import (
 
 	"github.com/storesim/storesim/backend"
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim"
 	"github.com/storesim/storesim/sim/arena"
 )
@@ -53,18 +54,6 @@ var (
 	ErrUnbound   = errors.New("region not bound by the backend")
 	ErrNotHolder = errors.New("lender no longer holds its regions")
 )
-
-// Violation is a rule the backend broke, seen by the lender or its arenas.
-type Violation struct {
-	Rule   string // S-RELEASE, S-HOLD, S-MARKS, S-NO-LATE-ACCESS, D-SUB-6
-	At     time.Duration
-	Loan   uint64 // 0 when it concerns no loan
-	Detail string
-}
-
-func (v Violation) String() string {
-	return fmt.Sprintf("%s at %v loan %d: %s", v.Rule, v.At, v.Loan, v.Detail)
-}
 
 // SlotRef names one slot.
 type SlotRef struct {
@@ -157,7 +146,7 @@ type Lender struct {
 	loans      map[Attempt]*Loan
 	all        []*Loan
 	held       bool
-	violations []Violation
+	violations []rules.Violation
 	stats      Stats
 }
 
@@ -198,6 +187,24 @@ func (l *Lender) Regions() []drivers.Region {
 // Arena returns the arena of a region.
 func (l *Lender) Arena(label string) *arena.Arena { return l.byLabel[label] }
 
+// Arenas lists the arenas, in spec order.
+func (l *Lender) Arenas() []*arena.Arena { return append([]*arena.Arena(nil), l.arenas...) }
+
+// LoanOf is the loan attached to attempt a, or nil.
+func (l *Lender) LoanOf(a Attempt) *Loan { return l.loans[a] }
+
+// LoanAt is the loan slot ref is lent to now, or nil.
+func (l *Lender) LoanAt(ref SlotRef) *Loan {
+	a := l.byLabel[ref.Region]
+	if a == nil || ref.Slot < 0 || ref.Slot >= a.Region().Slots {
+		return nil
+	}
+	if id := a.Owner(ref.Slot); id > 0 && id <= uint64(len(l.all)) {
+		return l.all[id-1]
+	}
+	return nil
+}
+
 func (l *Lender) now() time.Duration {
 	if l.clock == nil {
 		return 0
@@ -205,8 +212,8 @@ func (l *Lender) now() time.Duration {
 	return l.clock.Now()
 }
 
-func (l *Lender) violate(rule string, ln *Loan, format string, args ...any) {
-	v := Violation{Rule: rule, At: l.now(), Detail: fmt.Sprintf(format, args...)}
+func (l *Lender) violate(rule rules.ID, ln *Loan, format string, args ...any) {
+	v := rules.Violation{Rule: rule, Class: rules.Safety, Row: -1, At: l.now(), Detail: fmt.Sprintf(format, args...)}
 	if ln != nil {
 		v.Loan = ln.id
 	}
@@ -219,13 +226,22 @@ func (l *Lender) Stats() Stats { return l.stats }
 // Held reports whether the lender still holds its regions (S-HOLD).
 func (l *Lender) Held() bool { return l.held }
 
-// Violations returns the lender's own violations, then each arena's.
-func (l *Lender) Violations() []Violation {
-	out := append([]Violation(nil), l.violations...)
+// Violations returns the lender's own violations, then each arena's (the
+// seed is the caller's to stamp).
+func (l *Lender) Violations() []rules.Violation {
+	out := append([]rules.Violation(nil), l.violations...)
 	for _, a := range l.arenas {
-		for _, v := range a.Violations() {
-			out = append(out, Violation{Rule: v.Rule, At: v.Touch.At, Detail: v.Detail + ": " + v.Touch.String()})
-		}
+		out = append(out, ArenaViolations(a)...)
+	}
+	return out
+}
+
+// ArenaViolations is what an arena caught (S-NO-LATE-ACCESS, D-SUB-6), as
+// violations of the backend that let the touch happen.
+func ArenaViolations(a *arena.Arena) []rules.Violation {
+	var out []rules.Violation
+	for _, v := range a.Violations() {
+		out = append(out, rules.Violation{Rule: v.Rule, Class: rules.Safety, Row: -1, At: v.Touch.At, Detail: v.Detail + ": " + v.Touch.String()})
 	}
 	return out
 }

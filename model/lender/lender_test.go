@@ -11,6 +11,7 @@ import (
 	"github.com/storesim/storesim/backend"
 	"github.com/storesim/storesim/backend/backendtest"
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim"
 	"github.com/storesim/storesim/sim/arena"
 )
@@ -235,7 +236,7 @@ func TestLateAccess(t *testing.T) {
 	r := e.l.Arena(ref.Region).Region()
 	_ = r.Mem.Write(drivers.Toucher{Call: e.call(0).ID()}, r.SlotOffset(ref.Slot), []byte("late"))
 	v := e.l.Violations()
-	if len(v) != 1 || v[0].Rule != "S-NO-LATE-ACCESS" {
+	if len(v) != 1 || v[0].Rule != rules.SNoLateAccess {
 		t.Fatalf("violations %v, want one S-NO-LATE-ACCESS %s", v, e.repro)
 	}
 }
@@ -264,17 +265,17 @@ func TestChecksFire(t *testing.T) {
 		acc   drivers.Access
 		mask  []bool
 		then  func(a *lying, l *Lender)
-		rule  string
+		rule  rules.ID
 	}{
 		{"S-RELEASE/access-withdrawn", delivered(true, false), ended, nil,
-			func(a *lying, l *Lender) { a.acc = pend; l.Observe(a) }, "S-RELEASE"},
+			func(a *lying, l *Lender) { a.acc = pend; l.Observe(a) }, rules.SRelease},
 		{"S-RELEASE/outcome-changed", delivered(true, false), ended, nil,
-			func(a *lying, l *Lender) { a.out = backend.Outcome{State: backend.Failed}; l.Observe(a) }, "S-RELEASE"},
-		{"S-MARKS/served-masked-out", delivered(true, true), pend, []bool{true, false}, func(*lying, *Lender) {}, "S-MARKS"},
+			func(a *lying, l *Lender) { a.out = backend.Outcome{State: backend.Failed}; l.Observe(a) }, rules.SRelease},
+		{"S-MARKS/served-masked-out", delivered(true, true), pend, []bool{true, false}, func(*lying, *Lender) {}, rules.SMarks},
 		{"S-MARKS/served-changed", delivered(true, false), pend, nil,
-			func(a *lying, l *Lender) { a.out = delivered(true, true); l.Observe(a) }, "S-MARKS"},
+			func(a *lying, l *Lender) { a.out = delivered(true, true); l.Observe(a) }, rules.SMarks},
 		{"S-HOLD/empty-labels-with-access-pending", backend.Outcome{}, pend, nil,
-			func(a *lying, l *Lender) { l.ShutdownReturned(nil) }, "S-HOLD"},
+			func(a *lying, l *Lender) { l.ShutdownReturned(nil) }, rules.SHold},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -295,7 +296,7 @@ func TestChecksFire(t *testing.T) {
 			}
 			c.then(a, l)
 			v := l.Violations()
-			if !slices.ContainsFunc(v, func(v Violation) bool { return v.Rule == c.rule }) {
+			if !slices.ContainsFunc(v, func(v rules.Violation) bool { return v.Rule == c.rule }) {
 				t.Fatalf("violations %v, want one naming %s %s", v, c.rule, repro)
 			}
 		})

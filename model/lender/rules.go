@@ -5,6 +5,7 @@ import (
 
 	"github.com/storesim/storesim/backend"
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 )
 
 // OnChange is the backend's Config.OnChange subscriber.
@@ -30,7 +31,7 @@ func (l *Lender) observe(ln *Loan) {
 	switch ln.state {
 	case Released:
 		if !releasable(o, acc) || !sameOutcome(o, ln.seen) {
-			l.violate("S-RELEASE", ln, "attempt %d now %v with access %v, but its slots were released on %v with access ENDED", a.ID(), o, acc, ln.seen)
+			l.violate(rules.SRelease, ln, "attempt %d now %v with access %v, but its slots were released on %v with access ENDED", a.ID(), o, acc, ln.seen)
 		}
 	case Retained:
 		ln.proven = acc == drivers.AccessEnded // kept anyway: retained is forever
@@ -58,7 +59,7 @@ func (l *Lender) checkMarks(ln *Loan, o backend.Outcome) {
 	}
 	if ln.marked != nil {
 		if !sameOutcome(o, *ln.marked) {
-			l.violate("S-MARKS", ln, "rows were marked arrived from %v, the outcome is now %v", *ln.marked, o)
+			l.violate(rules.SMarks, ln, "rows were marked arrived from %v, the outcome is now %v", *ln.marked, o)
 		}
 		return
 	}
@@ -67,12 +68,12 @@ func (l *Lender) checkMarks(ln *Loan, o backend.Outcome) {
 	}
 	v := a.View()
 	if len(o.Served) != len(v.Rows) {
-		l.violate("S-MARKS", ln, "attempt %d delivered %d served bits for %d rows", a.ID(), len(o.Served), len(v.Rows))
+		l.violate(rules.SMarks, ln, "attempt %d delivered %d served bits for %d rows", a.ID(), len(o.Served), len(v.Rows))
 		return
 	}
 	for i, s := range o.Served {
 		if s && !v.Mask[i] {
-			l.violate("S-MARKS", ln, "attempt %d served row %d, which was masked out", a.ID(), i)
+			l.violate(rules.SMarks, ln, "attempt %d served row %d, which was masked out", a.ID(), i)
 			continue
 		}
 		ln.marks[i] = s
@@ -96,7 +97,7 @@ func (l *Lender) ShutdownReturned(labels []string) {
 			continue
 		}
 		if acc := ln.attempt.Access(); acc != drivers.AccessEnded {
-			l.violate("S-HOLD", ln, "backend shutdown returned no labels while attempt %d's access is %v", ln.attempt.ID(), acc)
+			l.violate(rules.SHold, ln, "backend shutdown returned no labels while attempt %d's access is %v", ln.attempt.ID(), acc)
 		}
 	}
 	l.held = false

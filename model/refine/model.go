@@ -9,7 +9,6 @@ import (
 	"github.com/storesim/storesim/backend"
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/rules"
-	"github.com/storesim/storesim/model"
 	"github.com/storesim/storesim/sim"
 )
 
@@ -53,7 +52,7 @@ type Model struct {
 
 	shut shutState
 
-	found []model.Violation
+	found []rules.Violation
 	seen  map[string]bool // rule+attempt already reported
 }
 
@@ -145,7 +144,7 @@ func (m *Model) SetBackend(caps drivers.Capabilities, cfg backend.Config, stats 
 }
 
 // Violations is what the model found so far.
-func (m *Model) Violations() []model.Violation { return slices.Clone(m.found) }
+func (m *Model) Violations() []rules.Violation { return slices.Clone(m.found) }
 
 func (m *Model) now() time.Duration {
 	if m.cfg.Clock == nil {
@@ -161,14 +160,10 @@ func (m *Model) fail(rule rules.ID, a *attempt, call drivers.CallID, what, detai
 		return
 	}
 	m.seen[key] = true
-	class := model.Safety
-	if rule.Class() == rules.Liveness {
-		class = model.Liveness
-	}
 	if a != nil && a.view != nil {
 		detail = fmt.Sprintf("attempt %d (%v): %s", a.view.ID(), a.dir, detail)
 	}
-	m.found = append(m.found, model.Violation{Rule: rule.String(), Class: class, Call: call, Row: -1,
+	m.found = append(m.found, rules.Violation{Rule: rule, Class: rule.Class(), Endpoint: m.cfg.Endpoint, Call: uint64(call), Row: -1,
 		At: m.now(), Seed: m.cfg.Seed, Detail: detail})
 }
 

@@ -132,8 +132,8 @@ func (w *world) expect(rule rules.ID) {
 	w.t.Helper()
 	var got []string
 	for _, v := range w.m.Violations() {
-		got = append(got, v.Rule+": "+v.Detail)
-		if v.Rule == rule.String() {
+		got = append(got, v.Rule.String()+": "+v.Detail)
+		if v.Rule == rule {
 			return
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"unsafe"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim"
 )
 
@@ -84,7 +85,7 @@ func (t Touch) String() string {
 
 // Violation is a rule broken at a touch.
 type Violation struct {
-	Rule   string // S-NO-LATE-ACCESS or D-SUB-6
+	Rule   rules.ID // S-NO-LATE-ACCESS or D-SUB-6
 	Touch  Touch
 	Detail string
 }
@@ -179,11 +180,11 @@ func (a *Arena) touch(op Op, by drivers.Toucher, off int, p []byte) error {
 	}
 	switch {
 	case t.Slot < 0:
-		a.violate("D-SUB-6", t, "access crosses a slot boundary or leaves the slot area")
+		a.violate(rules.DSub6, t, "access crosses a slot boundary or leaves the slot area")
 	case !a.registered:
-		a.violate("S-NO-LATE-ACCESS", t, "touch of a region that is not registered")
+		a.violate(rules.SNoLateAccess, t, "touch of a region that is not registered")
 	case t.State == AtLender:
-		a.violate("S-NO-LATE-ACCESS", t, "touch of a slot that is not lent (released or never lent)")
+		a.violate(rules.SNoLateAccess, t, "touch of a slot that is not lent (released or never lent)")
 	}
 	if op == Read {
 		copy(p, a.buf[off:])
@@ -201,7 +202,7 @@ func (a *Arena) touch(op Op, by drivers.Toucher, off int, p []byte) error {
 	return nil
 }
 
-func (a *Arena) violate(rule string, t Touch, detail string) {
+func (a *Arena) violate(rule rules.ID, t Touch, detail string) {
 	a.violations = append(a.violations, Violation{Rule: rule, Touch: t, Detail: detail})
 }
 
@@ -247,6 +248,14 @@ func (a *Arena) Retain(slot int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.state[slot] = Retained
+}
+
+// Owner is the attempt (the lender's loan) slot is lent to; 0 when it is
+// not lent.
+func (a *Arena) Owner(slot int) uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.owner[slot]
 }
 
 // State is slot's ownership.

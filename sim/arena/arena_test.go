@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim"
 )
 
@@ -14,14 +15,14 @@ func TestTouchRules(t *testing.T) {
 		name  string
 		setup func(a *Arena)
 		touch func(a *Arena) error
-		rule  string // "" = no violation
+		rule  rules.ID // 0 = no violation
 	}{
-		{"lent slot write", func(a *Arena) { a.Lend(1, 5) }, func(a *Arena) error { return a.Write(by, 8, make([]byte, 8)) }, ""},
-		{"retained slot read", func(a *Arena) { a.Lend(1, 5); a.Retain(1) }, func(a *Arena) error { return a.Read(by, 8, make([]byte, 8)) }, ""},
-		{"released slot write", func(a *Arena) { a.Lend(1, 5); a.Release(1) }, func(a *Arena) error { return a.Write(by, 8, make([]byte, 8)) }, "S-NO-LATE-ACCESS"},
-		{"never lent read", func(a *Arena) {}, func(a *Arena) error { return a.Read(by, 0, make([]byte, 8)) }, "S-NO-LATE-ACCESS"},
-		{"unregistered region", func(a *Arena) { a.Lend(1, 5); a.SetRegistered(false) }, func(a *Arena) error { return a.Write(by, 8, make([]byte, 8)) }, "S-NO-LATE-ACCESS"},
-		{"crosses slot boundary", func(a *Arena) { a.Lend(0, 5); a.Lend(1, 5) }, func(a *Arena) error { return a.Write(by, 4, make([]byte, 8)) }, "D-SUB-6"},
+		{"lent slot write", func(a *Arena) { a.Lend(1, 5) }, func(a *Arena) error { return a.Write(by, 8, make([]byte, 8)) }, 0},
+		{"retained slot read", func(a *Arena) { a.Lend(1, 5); a.Retain(1) }, func(a *Arena) error { return a.Read(by, 8, make([]byte, 8)) }, 0},
+		{"released slot write", func(a *Arena) { a.Lend(1, 5); a.Release(1) }, func(a *Arena) error { return a.Write(by, 8, make([]byte, 8)) }, rules.SNoLateAccess},
+		{"never lent read", func(a *Arena) {}, func(a *Arena) error { return a.Read(by, 0, make([]byte, 8)) }, rules.SNoLateAccess},
+		{"unregistered region", func(a *Arena) { a.Lend(1, 5); a.SetRegistered(false) }, func(a *Arena) error { return a.Write(by, 8, make([]byte, 8)) }, rules.SNoLateAccess},
+		{"crosses slot boundary", func(a *Arena) { a.Lend(0, 5); a.Lend(1, 5) }, func(a *Arena) error { return a.Write(by, 4, make([]byte, 8)) }, rules.DSub6},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -35,11 +36,11 @@ func TestTouchRules(t *testing.T) {
 			}
 			vs := a.Violations()
 			switch {
-			case tc.rule == "" && len(vs) > 0:
+			case tc.rule == 0 && len(vs) > 0:
 				t.Fatalf("unexpected %v (repro: go test ./sim/arena -run 'TestTouchRules/%s')", vs, tc.name)
-			case tc.rule != "" && (len(vs) != 1 || vs[0].Rule != tc.rule):
+			case tc.rule != 0 && (len(vs) != 1 || vs[0].Rule != tc.rule):
 				t.Fatalf("got %v, want one %s (repro: go test ./sim/arena -run 'TestTouchRules/%s')", vs, tc.rule, tc.name)
-			case tc.rule != "" && (vs[0].Touch.By != by || vs[0].Touch.At != 77):
+			case tc.rule != 0 && (vs[0].Touch.By != by || vs[0].Touch.At != 77):
 				t.Fatalf("violation %v does not name call 9 row 1 at 77ns (repro: go test ./sim/arena -run 'TestTouchRules/%s')", vs[0], tc.name)
 			}
 			if len(a.Touches()) != 1 {

@@ -138,7 +138,7 @@ func swarm(args []string) error {
 		t0 := time.Now()
 		h := zoo.HuntSwarm(start, *limit, engine.Config{})
 		rec.Hunts = append(rec.Hunts, zoo.HuntRecord{Start: start, Tried: h.Tried, Found: h.Found, Seed: h.Seed,
-			Verdict: h.Verdict, Rule: h.Rule, Detail: clip(h.Detail, 300), WallMS: ms(time.Since(t0))})
+			Verdict: h.Verdict, Rule: h.Rule.String(), Detail: clip(h.Detail, 300), WallMS: ms(time.Since(t0))})
 	}
 	if *ss != "" && len(rec.Hunts) > 0 && rec.Hunts[0].Found {
 		rec.Shrink = shrink(*ss, rec.Hunts[0].Seed, *shrinkTime)

@@ -176,7 +176,7 @@ func (r *run) pollArena() {
 		if v := a.Violations(); len(v) > 0 {
 			r.mu.Lock()
 			if r.arenaF == nil {
-				r.arenaF = &Finding{Check: v[0].Rule, At: time.Since(r.start), Detail: v[0].Detail + ": " + v[0].Touch.String()}
+				r.arenaF = &Finding{Check: v[0].Rule.String(), At: time.Since(r.start), Detail: v[0].Detail + ": " + v[0].Touch.String()}
 			}
 			r.mu.Unlock()
 			return

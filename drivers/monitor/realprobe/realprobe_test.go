@@ -15,6 +15,7 @@ import (
 	"github.com/storesim/storesim/drivers/monitor"
 	"github.com/storesim/storesim/drivers/monitor/realprobe"
 	"github.com/storesim/storesim/drivers/redisdriver"
+	"github.com/storesim/storesim/drivers/rules"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -175,8 +176,8 @@ func monitored(d *goDriver, bound time.Duration) *monitor.Monitor {
 		LockProbe: realprobe.LockProbe(bound), CancelBound: realprobe.Stopwatch(bound)})
 }
 
-func hasRule(vs []monitor.Violation, rule string) bool {
-	return slices.ContainsFunc(vs, func(v monitor.Violation) bool { return v.Rule == rule })
+func hasRule(vs []rules.Violation, rule rules.ID) bool {
+	return slices.ContainsFunc(vs, func(v rules.Violation) bool { return v.Rule == rule })
 }
 
 // TestConcurrentConforming: many goroutines submit, cancel, read and drain
@@ -232,11 +233,11 @@ func TestConcurrentConforming(t *testing.T) {
 func TestProbesCatch(t *testing.T) {
 	cases := []struct {
 		name string
-		rule string
+		rule rules.ID
 		bug  func(*goDriver)
 	}{
-		{"SignalUnderLock", monitor.RuleUnderLock, func(d *goDriver) { d.underLock = true }},
-		{"BlockingCancel", monitor.RuleCancel, func(d *goDriver) { d.blocking = true; d.work = 100 * time.Millisecond }},
+		{"SignalUnderLock", rules.DCB4, func(d *goDriver) { d.underLock = true }},
+		{"BlockingCancel", rules.DCan1, func(d *goDriver) { d.blocking = true; d.work = 100 * time.Millisecond }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

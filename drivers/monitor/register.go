@@ -1,0 +1,243 @@
+package monitor
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
+	"github.com/storesim/storesim/sim/arena"
+)
+
+// Registration at the boundary: Register and Unregister of one region
+// (D-GEOM, D-REG-1 … D-REG-6, D-QUAR; together-registration is together.go).
+
+// regRec is what the monitor knows of one registration.
+type regRec struct {
+	h              drivers.Handle
+	r              drivers.Region
+	live           bool
+	failedClose    bool // an Unregister failed (ErrUnregisterFailed) and none succeeded since
+	staleCloseSeen bool // a stale handle of overlapping memory was closed while this was live
+	duringShutdown bool // registered while Shutdown was running
+}
+
+func setRegistered(r drivers.Region, on bool) {
+	if a, ok := r.Mem.(*arena.Arena); ok {
+		a.SetRegistered(on)
+	}
+}
+
+func (m *Monitor) liveRegsLocked() []*regRec {
+	var out []*regRec
+	for _, r := range m.regs {
+		if r.live {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b *regRec) int { return cmp.Compare(a.h, b.h) })
+	return out
+}
+
+// mustRefuseLocked says why a registration of regions must be refused, or 0.
+func (m *Monitor) mustRefuseLocked(regions []drivers.Region) (rule rules.ID, why string, geom bool) {
+	if err := drivers.CheckGeometry(regions...); err != nil {
+		return rules.DReg1, "its geometry is bad (" + err.Error() + ")", true
+	}
+	for _, r := range regions {
+		for _, l := range m.liveRegsLocked() {
+			if r.Overlaps(l.r) {
+				return rules.DReg1, fmt.Sprintf("region %q overlaps live region %q (handle %d)", r.Label, l.r.Label, l.h), false
+			}
+		}
+	}
+	switch {
+	case m.shutdown:
+		return rules.DReg5, "Shutdown had returned", false
+	case m.quarantined:
+		return rules.DQuar, "an earlier together-registration was in doubt (quarantine)", false
+	}
+	return 0, "", false
+}
+
+// addRegLocked records a successful registration.
+func (m *Monitor) addRegLocked(h drivers.Handle, r drivers.Region) {
+	if old := m.regs[h]; old != nil {
+		m.violateLocked(rules.Violation{Rule: rules.DReg3, Row: -1, Region: r.Label,
+			Detail: fmt.Sprintf("handle %d reused (it named region %q before); a stale close could take down the new registration", h, old.r.Label)})
+	}
+	m.regs[h] = &regRec{h: h, r: r, live: true, duringShutdown: m.shutting && !m.shutdown}
+	at := m.now()
+	for _, o := range m.opts.Observers {
+		o.Registered(at, h, r)
+	}
+}
+
+// refused checks a refused registration: geometry errors wrap
+// ErrBadGeometry (D-GEOM) and, with a BoundReporter, nothing of the refused
+// memory stays registered (D-REG-2 / D-TOG-1) except regions an in-doubt
+// error names (D-TOG-2).
+func (m *Monitor) refused(regions []drivers.Region, err error, geom bool, rule rules.ID) {
+	if geom && !errors.Is(err, drivers.ErrBadGeometry) {
+		m.violate(rules.Violation{Rule: rules.DGeom, Row: -1, Region: regions[0].Label,
+			Detail: "a registration with bad geometry was refused with an error that does not wrap ErrBadGeometry: " + err.Error()})
+	}
+	if m.bound == nil || geom {
+		return
+	}
+	var doubt map[string]bool
+	var ind *drivers.InDoubtError
+	if errors.As(err, &ind) {
+		doubt = map[string]bool{}
+		for _, l := range ind.Labels {
+			doubt[l] = true
+		}
+	}
+	m.mu.Lock()
+	var check []drivers.Region
+	for _, r := range regions {
+		if doubt[r.Label] {
+			continue
+		}
+		free := true
+		for _, l := range m.liveRegsLocked() {
+			free = free && !r.Overlaps(l.r)
+		}
+		if free {
+			check = append(check, r)
+		}
+	}
+	m.mu.Unlock()
+	for _, r := range check {
+		if m.bound.Bound(r.Mem) {
+			m.violate(rules.Violation{Rule: rule, Row: -1, Region: r.Label,
+				Detail: "a refused registration left the region's memory registered with the transport: " + err.Error()})
+		}
+	}
+}
+
+// Register implements drivers.Driver (D-REG-1, D-REG-2, D-REG-5, D-QUAR).
+func (m *Monitor) Register(r drivers.Region) (drivers.Handle, error) {
+	m.mu.Lock()
+	rule, why, geom := m.mustRefuseLocked([]drivers.Region{r})
+	m.mu.Unlock()
+	h, err := m.d.Register(r)
+	if err != nil {
+		m.refused([]drivers.Region{r}, err, geom, rules.DReg2)
+		return h, err
+	}
+	m.mu.Lock()
+	if why != "" {
+		m.violateLocked(rules.Violation{Rule: rule, Row: -1, Region: r.Label, Detail: "Register succeeded although " + why})
+	}
+	m.addRegLocked(h, r)
+	m.mu.Unlock()
+	setRegistered(r, true)
+	return h, nil
+}
+
+// closeCtx is what the monitor gathered around one close of one handle.
+type closeCtx struct {
+	h     drivers.Handle
+	rec   *regRec    // nil: a handle the monitor never saw
+	stale bool       // rec was already closed
+	newer []*regRec  // live registrations overlapping a stale handle's memory
+	busy  []*callRec // not-ENDED calls naming a live handle
+}
+
+func (m *Monitor) beginCloseLocked(h drivers.Handle) closeCtx {
+	c := closeCtx{h: h, rec: m.regs[h]}
+	switch {
+	case c.rec == nil:
+	case !c.rec.live:
+		c.stale = true
+		for _, l := range m.liveRegsLocked() {
+			if l.r.Overlaps(c.rec.r) {
+				c.newer = append(c.newer, l)
+			}
+		}
+	default:
+		for _, call := range m.openLocked() {
+			if slices.Contains(call.handles, h) {
+				c.busy = append(c.busy, call)
+			}
+		}
+	}
+	return c
+}
+
+// endClose records the outcome of a close: released says whether the driver
+// claims the binding closed. Driver queries happen here, outside the lock.
+func (m *Monitor) endClose(c closeCtx, released bool, err error, busyRule, closeRule rules.ID) {
+	if c.rec == nil {
+		return
+	}
+	if c.stale {
+		for _, n := range c.newer {
+			took := m.live != nil && !m.live.Live(n.h)
+			took = took || (m.bound != nil && !m.bound.Bound(n.r.Mem))
+			m.mu.Lock()
+			n.staleCloseSeen = true
+			if took {
+				m.violateLocked(rules.Violation{Rule: rules.DReg3, Row: -1, Region: n.r.Label,
+					Detail: fmt.Sprintf("closing stale handle %d took down the newer registration %d of the same memory", c.h, n.h)})
+			}
+			m.mu.Unlock()
+		}
+		return
+	}
+	for _, call := range c.busy {
+		m.refresh(call)
+	}
+	if !released {
+		stillLive := m.live == nil || m.live.Live(c.h)
+		m.mu.Lock()
+		if errors.Is(err, drivers.ErrUnregisterFailed) {
+			c.rec.failedClose = true
+		}
+		if !stillLive {
+			m.violateLocked(rules.Violation{Rule: closeRule, Row: -1, Region: c.rec.r.Label,
+				Detail: fmt.Sprintf("a failed close of handle %d (%v) closed it anyway: Live reports it gone", c.h, err)})
+		}
+		m.mu.Unlock()
+		return
+	}
+	stillLive := m.live != nil && m.live.Live(c.h)
+	m.mu.Lock()
+	for _, call := range c.busy {
+		if call.knownAcc != drivers.AccessEnded {
+			m.violateLocked(rules.Violation{Rule: busyRule, Call: uint64(call.id), Row: -1, Region: c.rec.r.Label,
+				Detail: fmt.Sprintf("handle %d was closed while this call, whose access is %v, names it (want ErrBusy)", c.h, call.knownAcc)})
+		}
+	}
+	overlapped := false
+	for _, l := range m.liveRegsLocked() {
+		overlapped = overlapped || (l != c.rec && l.r.Overlaps(c.rec.r))
+	}
+	m.mu.Unlock()
+	stillBound := m.bound != nil && !overlapped && m.bound.Bound(c.rec.r.Mem)
+	m.mu.Lock()
+	if stillLive || stillBound {
+		m.violateLocked(rules.Violation{Rule: closeRule, Row: -1, Region: c.rec.r.Label,
+			Detail: fmt.Sprintf("close of handle %d reported success but the driver still holds it (Live %v, Bound %v)", c.h, stillLive, stillBound)})
+	}
+	c.rec.live, c.rec.failedClose = false, false
+	at := m.now()
+	for _, o := range m.opts.Observers {
+		o.Unregistered(at, c.h, c.rec.r)
+	}
+	m.mu.Unlock()
+	setRegistered(c.rec.r, false)
+}
+
+// Unregister implements drivers.Driver (D-REG-3, D-REG-4, D-REG-6).
+func (m *Monitor) Unregister(h drivers.Handle) error {
+	m.mu.Lock()
+	c := m.beginCloseLocked(h)
+	m.mu.Unlock()
+	err := m.d.Unregister(h)
+	m.endClose(c, err == nil, err, rules.DReg6, rules.DReg4)
+	return err
+}

@@ -1,0 +1,90 @@
+package rules
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Violation is one broken rule, as every oracle reports it — the contract
+// monitor, the lender, the memory oracle, liveness, the store model, the
+// engine's backend checks, the conformance suite's own cases — and as every
+// report, exit code and certificate reads it. Zero and "" mean "none"; Row is
+// -1 when the violation is about no row.
+type Violation struct {
+	Rule  ID
+	Class Class // what it means for the verdict (not always Rule's class: a hang of a call is D-SUB-3 and Liveness)
+	// Endpoint names the endpoint it was seen on ("" for the whole run).
+	Endpoint string
+	Call     uint64 // the driver call (drivers.CallID)
+	Row      int    // row index in the call's batch
+	Key      string
+	Region   string // region label
+	Loan     uint64 // the lender's loan
+	At       time.Duration
+	Seed     uint64
+	Detail   string
+}
+
+// String puts the rule first: `A: D-ACCESS-END [contract] call 3 row 1
+// key "k" at 1.5ms seed 42: detail` (the endpoint prefix only when set).
+func (v Violation) String() string {
+	s := ""
+	if v.Endpoint != "" {
+		s = v.Endpoint + ": "
+	}
+	s += fmt.Sprintf("%s [%s]", v.Rule, v.Class)
+	if v.Call != 0 {
+		s += fmt.Sprintf(" call %d", v.Call)
+	}
+	if v.Row >= 0 {
+		s += fmt.Sprintf(" row %d", v.Row)
+	}
+	if v.Key != "" {
+		s += fmt.Sprintf(" key %q", v.Key)
+	}
+	if v.Region != "" {
+		s += fmt.Sprintf(" region %q", v.Region)
+	}
+	if v.Loan != 0 {
+		s += fmt.Sprintf(" loan %d", v.Loan)
+	}
+	return s + fmt.Sprintf(" at %v seed %d: %s", v.At, v.Seed, v.Detail)
+}
+
+// Rank orders classes for a verdict: a harness failure first (the run
+// cannot be trusted), then contract and safety together (both say something
+// wrong happened), then liveness.
+func (c Class) Rank() int {
+	switch c {
+	case Harness:
+		return 0
+	case Contract, Safety:
+		return 1
+	case Liveness:
+		return 2
+	}
+	return 3
+}
+
+// Compare is the one order of violations: class rank, time, rule name, then
+// where (endpoint, call, row, key, region, loan) and detail, so a report is
+// the same on every replay and its first violation decides the verdict.
+func Compare(a, b Violation) int {
+	return cmp.Or(
+		cmp.Compare(a.Class.Rank(), b.Class.Rank()),
+		cmp.Compare(a.At, b.At),
+		cmp.Compare(a.Rule.String(), b.Rule.String()),
+		cmp.Compare(a.Endpoint, b.Endpoint),
+		cmp.Compare(a.Call, b.Call),
+		cmp.Compare(a.Row, b.Row),
+		cmp.Compare(a.Key, b.Key),
+		cmp.Compare(a.Region, b.Region),
+		cmp.Compare(a.Loan, b.Loan),
+		cmp.Compare(a.Detail, b.Detail),
+	)
+}
+
+// Sort orders vs by [Compare] (stable: equal violations keep their order).
+func Sort(vs []Violation) { slices.SortStableFunc(vs, Compare) }

@@ -1,0 +1,266 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/storesim/storesim/backend"
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/memdriver"
+	"github.com/storesim/storesim/drivers/monitor"
+	"github.com/storesim/storesim/fuzz/registry"
+	"github.com/storesim/storesim/model"
+	"github.com/storesim/storesim/model/lender"
+	"github.com/storesim/storesim/model/refine"
+	"github.com/storesim/storesim/sim"
+	"github.com/storesim/storesim/sim/arena"
+)
+
+// Factory builds one endpoint's driver: name is the driver's name
+// ("memory", "broken:<Name>", or whatever a real store's factory reads),
+// env what it runs on. registry.New is the simulator's.
+type Factory func(name string, env registry.Env) (drivers.Driver, error)
+
+// EndpointOptions says how to build one endpoint. Everything that differs
+// between the simulator and real time, and between the callers — the run
+// function, scenario files, the conformance suite, the rapid state machine
+// — is an option here; the wiring is NewEndpoint's alone.
+type EndpointOptions struct {
+	// Name names the endpoint in reports and is the driver's instance name
+	// (store events carry it).
+	Name string
+	// Driver is the driver's name handed to New (default "memory").
+	Driver string
+	// New builds the driver (nil: registry.New).
+	New Factory
+	// RT is the runtime everything runs on: the scheduler, or sim/realtime.
+	RT sim.Runtime
+	// Sched, in a simulated run, is the scheduler behind RT: the endpoint
+	// names what it waits on (AddPending), so a hang names it.
+	Sched *sim.Scheduler
+	// Store is the shared simulated store (nil for a real store).
+	Store  *memdriver.Store
+	Caps   drivers.Capabilities
+	Faults memdriver.FaultMix
+	Seed   uint64
+	// Recorder configures the history recorder; its Seed is Seed.
+	Recorder model.RecorderOptions
+	// Monitor configures the contract monitor: Truth, Injected, LockProbe,
+	// CancelBound, FullSizeMinCalls. Clock, Seed and Observers are set here.
+	Monitor monitor.Options
+	// Tune, when set, adjusts Monitor to the driver built, before the
+	// monitor wraps it (the conformance suite picks its lock probe and its
+	// fault excuses by what the driver is and declares).
+	Tune func(d drivers.Driver, mo *monitor.Options)
+	// Observers see every boundary event, after the recorder and the
+	// endpoint's oracles (a scenario's printer, race-pair counters).
+	Observers []monitor.Observer
+	// OnTouch sees every touch of the endpoint's memory, after the recorder.
+	OnTouch func(arena.Touch)
+	// Memory is the lender's regions. Without any, the endpoint has no
+	// lender and no backend: the caller drives the monitored driver itself
+	// (the conformance suite) and adds its memory with AddArena.
+	Memory []lender.Spec
+	// Claim, when set, is what the backend is asked to register instead of
+	// the lender's regions (a scenario states bad geometry this way).
+	Claim func(*lender.Lender) ([]drivers.Region, error)
+	// Backend configures the backend; its Name is Name and its OnChange the
+	// lender's.
+	Backend backend.Config
+	// Later: the backend is built by Register, not by NewEndpoint.
+	Later bool
+	// Model, in a simulated run, builds the backend on the reference model's
+	// tap (model/refine: B-MODEL, B-PROGRESS); the caller must then admit,
+	// cancel and shut down through the Endpoint (Admit, Cancel, Shutdown) and
+	// call the model after every scheduler step.
+	Model bool
+	_     struct{}
+}
+
+// Endpoint is one endpoint of a run: a driver wrapped in the contract
+// monitor, with the history recorder, the endpoint's oracles and the
+// caller's observers on it; and, with Memory, the lender whose arenas are
+// its memory and the backend under test.
+type Endpoint struct {
+	Name string
+	// Driver is the driver as built (unwrapped): fault injection, and a
+	// direct shutdown when the backend never shut it down.
+	Driver   drivers.Driver
+	Monitor  *monitor.Monitor
+	Recorder *model.Recorder
+	Lender   *lender.Lender   // nil without Memory
+	Regions  []drivers.Region // what the backend registers
+	// Backend is nil before Register, and when it refused its config or
+	// regions (RegErr says why; a backend whose registration failed exists
+	// and refuses admission).
+	Backend *backend.Backend
+	RegErr  error
+	// Asked: Shutdown was called. Down: a backend shutdown returned, with
+	// Labels.
+	Asked, Down bool
+	Labels      []string
+
+	opts    EndpointOptions
+	arenas  []*arena.Arena // memory outside the lender (AddArena)
+	oracles []Oracle
+	// Ref is the backend's reference model (EndpointOptions.Model).
+	Ref *refine.Model
+}
+
+// EndpointError is an error of NewEndpoint: the part that failed (ErrMemory,
+// ErrDriver, ErrBackend) and why.
+type EndpointError struct {
+	Part, Err error
+}
+
+func (e *EndpointError) Error() string   { return e.Part.Error() + ": " + e.Err.Error() }
+func (e *EndpointError) Unwrap() []error { return []error{e.Part, e.Err} }
+
+// The parts of an EndpointError.
+var (
+	// ErrMemory: the lender refused the region specs (or Claim failed).
+	ErrMemory = errors.New("memory")
+	// ErrDriver: the factory did not build a driver.
+	ErrDriver = errors.New("driver")
+	// ErrBackend: the backend refused its config or regions.
+	ErrBackend = errors.New("backend")
+)
+
+// NewEndpoint builds an endpoint: recorder, lender (with Memory; every
+// touch of its arenas goes to the recorder, then OnTouch), driver, monitor
+// (recorder, oracles, then Observers), and — unless Later — the backend.
+// On an error the returned endpoint is non-nil once its driver exists (so
+// the caller can shut the driver down).
+func NewEndpoint(o EndpointOptions) (*Endpoint, error) {
+	if o.Driver == "" {
+		o.Driver = "memory"
+	}
+	if o.New == nil {
+		o.New = registry.New
+	}
+	ep := &Endpoint{Name: o.Name, opts: o}
+	ro := o.Recorder
+	ro.Seed = o.Seed
+	ep.Recorder = model.NewRecorder(ro)
+	if len(o.Memory) > 0 {
+		onTouch := ep.Recorder.OnTouch
+		if o.OnTouch != nil {
+			onTouch = func(t arena.Touch) { ep.Recorder.OnTouch(t); o.OnTouch(t) }
+		}
+		l, err := lender.NewWithArenas(arena.Options{Clock: o.RT, OnTouch: onTouch}, o.Memory...)
+		if err != nil {
+			return nil, &EndpointError{ErrMemory, err}
+		}
+		ep.Lender, ep.Regions = l, l.Regions()
+		if o.Claim != nil {
+			if ep.Regions, err = o.Claim(l); err != nil {
+				return nil, &EndpointError{ErrMemory, err}
+			}
+		}
+	}
+	d, err := safeNew(o.New, o.Driver, registry.Env{RT: o.RT, Store: o.Store, Name: o.Name, Caps: o.Caps, Faults: o.Faults})
+	if err != nil {
+		return nil, &EndpointError{ErrDriver, err}
+	}
+	ep.Driver = d
+	if p, ok := d.(interface{ PendingCalls() []string }); ok && o.Sched != nil {
+		o.Sched.AddPending(o.Name+"/driver", p.PendingCalls)
+	}
+	ep.oracles = endpointOracles(ep)
+	mo := o.Monitor
+	if o.Tune != nil {
+		o.Tune(d, &mo)
+	}
+	mo.Clock, mo.Seed = o.RT, o.Seed
+	mo.Observers = []monitor.Observer{ep.Recorder}
+	for _, or := range ep.oracles {
+		mo.Observers = append(mo.Observers, or)
+	}
+	mo.Observers = append(mo.Observers, o.Observers...)
+	ep.Monitor = monitor.Wrap(d, mo)
+	if ep.Lender == nil || o.Later {
+		return ep, nil
+	}
+	return ep, ep.Register()
+}
+
+// safeNew turns a panicking factory into an error (bad input never panics
+// the harness) and refuses a factory that returns no driver.
+func safeNew(f Factory, name string, env registry.Env) (d drivers.Driver, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			d, err = nil, fmt.Errorf("driver factory panicked: %v", p)
+		}
+	}()
+	d, err = f(name, env)
+	if err == nil && d == nil {
+		err = errors.New("driver factory returned no driver")
+	}
+	return d, err
+}
+
+// Register builds the backend on the monitored driver, which validates and
+// registers Regions. A refused config or geometry leaves Backend nil; a
+// failed registration leaves a backend that refuses admission. Either way
+// the error is RegErr; Register returns it (as an EndpointError) only when
+// there is no backend.
+func (ep *Endpoint) Register() error {
+	cfg := ep.opts.Backend
+	cfg.Name, cfg.OnChange = ep.Name, ep.Lender.OnChange
+	d := ep.Monitor.Driver()
+	if ep.opts.Model && ep.opts.Sched != nil {
+		ep.Ref = refine.New(refine.Config{Endpoint: ep.Name, Clock: ep.opts.RT, Seed: ep.opts.Seed})
+		d = ep.Ref.Wrap(d)
+	}
+	ep.Backend, ep.RegErr = backend.New(ep.opts.RT, d, ep.Regions, cfg)
+	if ep.Backend == nil {
+		return &EndpointError{ErrBackend, ep.RegErr}
+	}
+	if ep.Ref != nil {
+		ep.Ref.SetBackend(ep.Backend.Capabilities(), ep.Backend.Config(), ep.Backend.Stats)
+	}
+	if s := ep.opts.Sched; s != nil {
+		s.AddPending(ep.Name+"/backend", ep.Backend.Pending)
+		s.AddPending(ep.Name+"/shutdown", func() []string {
+			if ep.Asked && !ep.Down {
+				return []string{"shutdown has not returned"}
+			}
+			return nil
+		})
+	}
+	return nil
+}
+
+// Shutdown shuts the backend down. When it returns its labels, the
+// endpoint is Down, the lender is told (S-HOLD), then then runs (if set).
+// Every call asks again (backend shutdown is idempotent); a caller that
+// wants one shutdown checks Asked first.
+func (ep *Endpoint) Shutdown(then func(labels []string)) {
+	ep.Asked = true
+	if ep.Ref != nil {
+		ep.Ref.ShutdownAsked()
+	}
+	ep.Backend.Shutdown(func(labels []string) {
+		ep.Down, ep.Labels = true, labels
+		if ep.Ref != nil {
+			ep.Ref.ShutdownReturned(labels)
+		}
+		ep.Lender.ShutdownReturned(labels)
+		if then != nil {
+			then(labels)
+		}
+	})
+}
+
+// AddArena adds memory outside the lender (registered by the caller with
+// the monitored driver) to what the memory oracle judges.
+func (ep *Endpoint) AddArena(a *arena.Arena) { ep.arenas = append(ep.arenas, a) }
+
+// Arenas is the endpoint's memory: what AddArena added, then the lender's.
+func (ep *Endpoint) Arenas() []*arena.Arena {
+	out := append([]*arena.Arena(nil), ep.arenas...)
+	if ep.Lender != nil {
+		out = append(out, ep.Lender.Arenas()...)
+	}
+	return out
+}
