@@ -230,6 +230,9 @@ func (r *run) endpoint(spec workload.Endpoint) (*Endpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadLog, err)
 	}
+	if len(spec.Regions) == 0 {
+		return nil, fmt.Errorf("%w: no regions", ErrBadLog)
+	}
 	o := r.endpointOptions(spec)
 	o.RT, o.Sched, o.Store, o.Faults = r.s, r.s, r.store, mix
 	o.Recorder = model.RecorderOptions{Sequence: &r.seq, StoreLogComplete: true, Lookups: true}
