@@ -31,11 +31,11 @@
 // Every file starts with `store durable|evicting [seed=N]`: one
 // deterministic scheduler (sim.Scheduler) whose seed decides every
 // tie-break and delay, and one shared in-memory store. Each `endpoint`
-// adds a lender (sim/arena memory), a driver from drivers/registry wrapped
-// in the contract monitor, a history recorder and a backend — the wiring of
-// sim/harness, one endpoint at a time. Async work advances only on
-// deliver, tick and stabilize, so a file states an interleaving exactly and
-// prints the same output on every run.
+// adds a lender (sim/arena memory), a driver from fuzz/registry wrapped in
+// the contract monitor, a history recorder and a backend — built by
+// engine.NewEndpoint, the run function's own builder. Async work advances
+// only on deliver, tick and stabilize, so a file states an interleaving
+// exactly and prints the same output on every run.
 //
 // # Commands
 //
@@ -78,10 +78,11 @@
 // cancels, store puts and evictions, attempt outcomes and access, loans
 // (S-MARKS, S-RELEASE), shutdown labels and the lender's hold (S-HOLD).
 // A violation is printed inline the moment an oracle sees it ("!! EP RULE
-// …"); `check` runs the contract monitor (with its end-of-run checks once
-// nothing is queued), the lender, the memory oracle, liveness and S-LIN
-// (porcupine) and prints each violation with its rule id. FileResult.Rules
-// lists every rule id a run reported.
+// …"); `check` runs engine.Check, every oracle the run function runs: the
+// contract monitor (with its end-of-run checks once nothing is queued), the
+// lender, the memory oracle, liveness, the backend's boundary checks and
+// S-LIN (porcupine), and prints each violation with its rule id.
+// FileResult.Rules lists every rule id a run reported.
 //
 // # Deliver
 //

@@ -167,11 +167,12 @@ func cmdEndpoint(w *world, b *block) error {
 		return w.fail(b, "bad argument regions=%q: %v", b.args["regions"], ee.Err)
 	case errors.As(err, &ee):
 		return w.fail(b, "bad argument driver=%q: %v", ep.driver, ee.Err)
+	case err != nil:
+		return w.fail(b, "%v", err)
 	}
-	d := ep.Driver
 	w.eps = append(w.eps, ep)
 	w.byName[name] = ep
-	_, together := d.(drivers.TogetherRegisterer)
+	_, together := ep.Driver.(drivers.TogetherRegisterer)
 	w.printf("%s driver %s: rows=%d absent-is-miss=%v cancel=%v together=%v", name, ep.driver, rows, absentIsMiss, canCancel, together)
 	if s := mix.String(); s != "" {
 		w.printf("%s faults: %s", name, strings.Join(strings.Split(strings.ReplaceAll(s, "fault ", ""), "\n"), ", "))

@@ -26,11 +26,11 @@
 // provoke its rule, each case run once with fixed choices and then with
 // Options.Seeds seeds that draw the choices, the callback policy of the
 // scheduler and the interleavings. Every case run builds a fresh driver on
-// a fresh store, wraps it in the contract monitor (drivers/monitor) with the
-// history recorder (model) as observer, gives it arena memory (sim/arena),
-// shuts it down and then runs every oracle: the monitor's end-of-run
-// checks, the memory oracle, call liveness and S-LIN (porcupine), plus the
-// case's own checks. Cases use only the drivers.Driver interface (and
+// a fresh store, wrapped in the contract monitor (drivers/monitor) with the
+// history recorder (model) as observer — engine.NewEndpoint without a
+// backend —, gives it arena memory (sim/arena), shuts it down and then
+// judges it with engine.Check: the monitor's end-of-run checks, the memory
+// oracle, call liveness and S-LIN (porcupine), with the case's own checks. Cases use only the drivers.Driver interface (and
 // drivers.TogetherRegisterer), so any driver runs them.
 //
 // A violation counts against the group its rule names, wherever it was
@@ -40,8 +40,8 @@
 // case found it (S-LIN).
 //
 // On top, a simulated driver runs a swarm of backend-driven workloads
-// through sim/harness (Options.Swarm per store profile), whose failures are
-// attributed the same way.
+// through the run function of fuzz/engine (Options.Swarm per store
+// profile), whose failures are attributed the same way.
 //
 // # Capabilities and skips
 //

@@ -33,7 +33,7 @@ type Harness struct {
 	// directed cases then run on sim/realtime with real waits bounded by
 	// Options.Wait; its randomized runs use the same monitor, oracles and
 	// porcupine model, but timing is real, so a seed replays the workload,
-	// not the interleaving. The backend-driven swarm of sim/harness runs
+	// not the interleaving. The backend-driven swarm of fuzz/engine runs
 	// only for simulated drivers.
 	RealTime bool
 	// ExternalStore says the driver talks to a store of its own (a real

@@ -41,7 +41,7 @@ type Report struct {
 	// RacePairs counts how often each dangerous pair was exercised, in a
 	// fixed order; a pair never hit is a gap.
 	RacePairs []PairCount `json:"race_pairs"`
-	// Swarm sums up the backend-driven randomized runs (sim/harness).
+	// Swarm sums up the backend-driven randomized runs (fuzz/engine).
 	Swarm SwarmSummary `json:"swarm"`
 	// Gaps name what the certification could not show: a race pair never
 	// exercised, a randomized run whose check timed out or could not be set

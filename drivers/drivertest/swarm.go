@@ -23,7 +23,7 @@ const maxSwarmFailures = 3
 var swarmProfiles = []engine.Profile{engine.Default, engine.Evicting}
 
 // runSwarm plays generated workloads through the reference backend on
-// drivers built by the harness (sim/harness with Config.Factory): every
+// drivers built by the harness (fuzz/engine with Config.Factory): every
 // check of SPEC §5 — S-LIN, memory, the monitor, the lender's rules,
 // liveness — on the driver as a backend really uses it. Each failure is
 // attributed to the rule group its rule belongs to; a run that timed out

@@ -75,7 +75,7 @@ type CheckResult struct {
 	// Lin is porcupine's verdict (Outcome "" when it did not run); Unknown
 	// (a timeout) is a verdict of its own, never a pass.
 	Lin model.CheckResult
-	// History is every endpoint's, merged in sequence order.
+	// History is every endpoint's, in endpoint order (what S-LIN checked).
 	History model.History
 }
 
@@ -108,7 +108,7 @@ func (c CheckResult) Verdict() Verdict {
 // merged history (S-LIN). Every violation names its endpoint and the seed.
 func Check(in CheckInput) CheckResult {
 	var res CheckResult
-	out := append([]rules.Violation(nil), in.Found...)
+	var out []rules.Violation
 	add := func(ep string, vs ...rules.Violation) {
 		for _, v := range vs {
 			if v.Endpoint == "" {
@@ -120,6 +120,7 @@ func Check(in CheckInput) CheckResult {
 			out = append(out, v)
 		}
 	}
+	add("", in.Found...)
 	if in.Stopped != nil {
 		add("", stopped(in.Stopped, in.At))
 	}

@@ -5,11 +5,26 @@
 // check of SPEC §5: linearizability (S-LIN, porcupine), memory safety
 // (S-NO-LATE-ACCESS, D-ACCESS-END, D-SUB-6, MISS leaves the slot untouched),
 // the contract monitor (D-*), the lender's backend properties (S-RELEASE,
-// S-HOLD, S-MARKS) and liveness.
+// S-HOLD, S-MARKS), the backend's boundary checks (B-CUT, B-FETCH,
+// B-PUBLISH) and liveness.
 //
-// A result is a pass or failures classed as safety or liveness (kept apart,
-// as TigerBeetle does), with the trace hash that proves a replay identical.
-// A porcupine timeout is its own verdict, never a pass.
+// Two pieces are the project's one copy, used by every caller (the run
+// function, scenario files, the conformance suite, the rapid state machine):
+//
+//   - NewEndpoint (endpoint.go) assembles an endpoint — driver, contract
+//     monitor, recorder, the endpoint's oracles, the caller's observers and,
+//     with memory, lender and backend — on the simulator or in real time;
+//   - Check (check.go) judges a finished run with every oracle and returns
+//     one sorted slice of rules.Violation; Verdict classes it.
+//
+// A further oracle (the reference model of the backend, model/refine) plugs
+// in once, in endpointOracles (oracles.go): every endpoint then carries it
+// and Check judges it.
+//
+// A result is a pass or failures classed as harness, safety (and contract)
+// or liveness (kept apart, as TigerBeetle does), with the trace hash that
+// proves a replay identical. A porcupine timeout is its own verdict, never a
+// pass.
 //
 // RunReal (realmode.go) is the same run function in real time, for real
 // drivers over real stores: a seed then replays the workload, not the
@@ -221,6 +236,9 @@ func (r *run) endpoint(spec workload.Endpoint) (*Endpoint, error) {
 	mix, err := memdriver.ParseFaultMix(strings.Join(spec.Faults, "\n"))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadLog, err)
+	}
+	if len(spec.Regions) == 0 {
+		return nil, fmt.Errorf("%w: no regions", ErrBadLog)
 	}
 	o := r.endpointOptions(spec)
 	o.RT, o.Sched, o.Store, o.Faults = r.s, r.s, r.store, mix

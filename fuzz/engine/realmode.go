@@ -222,6 +222,9 @@ func (rr *realRun) setup() error {
 // lookups as operations, write stamps. The returned realEndpoint is non-nil
 // once a driver exists, even with an error, so stop can shut it down.
 func (rr *realRun) endpoint(spec workload.Endpoint) (*realEndpoint, error) {
+	if len(spec.Regions) == 0 {
+		return nil, fmt.Errorf("%w: no regions", ErrBadLog)
+	}
 	e := &realEndpoint{}
 	o := rr.endpointOptions(spec)
 	o.New, o.RT, o.OnTouch = rr.rd.New, rr.rt, e.onTouch

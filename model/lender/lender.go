@@ -17,11 +17,11 @@
 //     arenas are marked unregistered, so any later touch is an
 //     S-NO-LATE-ACCESS violation.
 //
-// A backend that breaks these rules shows up as a [Violation] naming the
-// rule: evidence withdrawn after a release (S-RELEASE), marks that no longer
-// match the outcome (S-MARKS), a shutdown that reported nothing while an
-// attempt's access was not ENDED (S-HOLD), and every touch the arenas caught
-// (S-NO-LATE-ACCESS, D-SUB-6).
+// A backend that breaks these rules shows up as a [rules.Violation] naming
+// the rule: evidence withdrawn after a release (S-RELEASE), marks that no
+// longer match the outcome (S-MARKS), a shutdown that reported nothing while
+// an attempt's access was not ENDED (S-HOLD), and every touch the arenas
+// caught (S-NO-LATE-ACCESS, D-SUB-6).
 //
 // The lender is driven from the runtime's event context, like the backend.
 package lender
