@@ -78,6 +78,13 @@ func TestBrokenDriversFail(t *testing.T) {
 			if !slices.Contains(res.Rules, tc.rule) {
 				t.Errorf("with %s the run reported %v, want %s among them %s", tc.driver, res.Rules, tc.rule, repro)
 			}
+			var fired []rules.ID
+			for _, m := range res.Failures {
+				fired = append(fired, m.Fired()...)
+			}
+			if !slices.Contains(fired, tc.rule) {
+				t.Errorf("with %s no mismatch names %s as the rule that fired (named: %v) %s", tc.driver, tc.rule, fired, repro)
+			}
 			ran++
 		})
 	}

@@ -53,11 +53,59 @@ type Mismatch struct {
 	Want, Got string
 }
 
+// Fired lists, in order of appearance, the rules the actual output names
+// that the expected output does not: the checks that fired where the file
+// expected none (or other ones). A mismatch without a rule is a change of
+// behaviour no check judged.
+func (m Mismatch) Fired() []rules.ID {
+	want := map[rules.ID]bool{}
+	for _, id := range citedRules(m.Want) {
+		want[id] = true
+	}
+	var out []rules.ID
+	for _, id := range citedRules(m.Got) {
+		if !want[id] {
+			want[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// citedRules are the contract ids a text names: D-…, B-…, S-… anywhere, and
+// the word ids (capabilities, liveness, harness) on violation lines ("!!").
+func citedRules(text string) []rules.ID {
+	var out []rules.ID
+	for _, line := range strings.Split(text, "\n") {
+		violation := strings.Contains(line, "!!")
+		for _, f := range strings.FieldsFunc(line, func(r rune) bool {
+			return !(r == '-' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+		}) {
+			coded := len(f) >= 3 && f[1] == '-' && strings.ContainsRune("DBS", rune(f[0]))
+			if !coded && !violation {
+				continue
+			}
+			if id, err := rules.Parse(f); err == nil {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
 // Diff shows the mismatch as a line diff: "-" expected, "+" actual.
 func (m Mismatch) Diff() string { return lineDiff(m.Want, m.Got) }
 
 func (m Mismatch) String() string {
-	return fmt.Sprintf("line %d: %s\n%s", m.Line, m.Command, m.Diff())
+	head := fmt.Sprintf("line %d: %s", m.Line, m.Command)
+	if fired := m.Fired(); len(fired) > 0 {
+		names := make([]string, len(fired))
+		for i, id := range fired {
+			names[i] = id.String()
+		}
+		head += "\nrule fired: " + strings.Join(names, ", ")
+	}
+	return head + "\n" + m.Diff()
 }
 
 // RunFile runs one scenario file. A malformed file (truncated block, unknown
