@@ -107,7 +107,16 @@ func oplogBody(log *workload.Log) (string, error) {
 			now = op.At
 		}
 		switch op.Kind {
+		case workload.Quiesce:
+			// Quiesce asks and changes nothing; the language has no question for it.
+			fmt.Fprintf(&b, "# op %d asks Quiesce about ops %v: not in the scenario language\n\n", i, op.Targets)
+			continue
 		case workload.Publish, workload.Fetch:
+			if op.Bad != "" {
+				// The language states only well-formed views over the lender's slots.
+				fmt.Fprintf(&b, "# op %d is a view made wrong on purpose (bad=%s): not in the scenario language\n\n", i, op.Bad)
+				continue
+			}
 			if !eps[op.Endpoint] {
 				return "", fmt.Errorf("%w: op %d names undeclared endpoint %q", ErrUnconvertible, i, op.Endpoint)
 			}
@@ -130,6 +139,10 @@ func oplogBody(log *workload.Log) (string, error) {
 		case workload.Cancel:
 			if op.Target < 0 || op.Target >= i {
 				return "", fmt.Errorf("%w: op %d cancels op %d, which is not an earlier op", ErrUnconvertible, i, op.Target)
+			}
+			if t := log.Ops[op.Target]; t.Bad != "" {
+				fmt.Fprintf(&b, "# op %d cancels op %d, a view left out above: nothing to cancel\n\n", i, op.Target)
+				continue
 			}
 			if k := log.Ops[op.Target].Kind; k != workload.Publish && k != workload.Fetch {
 				// The harness cancels nothing here; the language has no name to cancel.

@@ -53,16 +53,18 @@ func (v Violation) String() string {
 	return s + fmt.Sprintf(" at %v seed %d: %s", v.At, v.Seed, v.Detail)
 }
 
-// Rank orders classes for a verdict: a harness failure first (the run
-// cannot be trusted), then contract and safety together (both say something
-// wrong happened), then liveness.
+// Rank orders classes for a verdict, as the exit codes do (1, 3, 4):
+// contract and safety together (both say something wrong happened), then
+// liveness, then a harness failure — which code under test can cause too
+// (a backend that sends a key-less row makes a history no model can check),
+// so it never hides a finding on that code.
 func (c Class) Rank() int {
 	switch c {
-	case Harness:
-		return 0
 	case Contract, Safety:
-		return 1
+		return 0
 	case Liveness:
+		return 1
+	case Harness:
 		return 2
 	}
 	return 3

@@ -26,8 +26,8 @@ func TestViolationString(t *testing.T) {
 	}
 }
 
-// TestSortOrder: harness first, contract and safety together by time, then
-// liveness; rule names break ties.
+// TestSortOrder: contract and safety together by time, then liveness, then
+// harness; rule names break ties.
 func TestSortOrder(t *testing.T) {
 	v := func(r ID, c Class, at time.Duration) Violation { return Violation{Rule: r, Class: c, Row: -1, At: at} }
 	vs := []Violation{v(LiveHang, Liveness, 1), v(SLin, Safety, 9), v(DCB2, Contract, 9), v(DAccessEnd, Contract, 3), v(HarnessErr, Harness, 99)}
@@ -36,7 +36,7 @@ func TestSortOrder(t *testing.T) {
 	for _, x := range vs {
 		got = append(got, x.Rule)
 	}
-	if want := []ID{HarnessErr, DAccessEnd, DCB2, SLin, LiveHang}; !slices.Equal(got, want) {
+	if want := []ID{DAccessEnd, DCB2, SLin, LiveHang, HarnessErr}; !slices.Equal(got, want) {
 		t.Fatalf("sorted %v, want %v (repro: go test ./drivers/rules -run TestSortOrder)", got, want)
 	}
 }

@@ -289,6 +289,16 @@ func (r *run) do(i int, st *opState) {
 		}
 	case workload.Shutdown:
 		r.shutdown(st.ep)
+	case workload.Quiesce:
+		var as []*backend.Attempt
+		for _, t := range st.op.Targets {
+			if a := r.ops[t].attempt; a != nil && r.ops[t].ep == st.ep {
+				as = append(as, a)
+			}
+		}
+		if st.ep.Backend != nil && len(as) > 0 {
+			st.ep.Quiesce(as...)
+		}
 	}
 }
 
@@ -306,6 +316,9 @@ func (r *run) submit(i int, st *opState) {
 	}
 	v, err := loan.View(ep.Backend, st.op.Keys, st.op.Mask)
 	var a *backend.Attempt
+	if err == nil && st.op.Bad != "" {
+		v = ep.spoil(v, st.op.Bad)
+	}
 	if err == nil {
 		dir := drivers.Fetch
 		if st.op.Kind == workload.Publish {

@@ -7,6 +7,8 @@ import (
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/monitor"
 	"github.com/storesim/storesim/drivers/rules"
+	"github.com/storesim/storesim/fuzz/workload"
+	"github.com/storesim/storesim/model/refine"
 )
 
 // Admit runs Fetch or Publish and tells the reference model (B-MODEL).
@@ -41,6 +43,55 @@ func (ep *Endpoint) Cancel(a *backend.Attempt) bool {
 		ep.Ref.Cancelled(a, ok)
 	}
 	return ok
+}
+
+// Quiesce asks the backend whether every attempt of as is quiet, and tells
+// the reference model the answer (B-ACCESS).
+func (ep *Endpoint) Quiesce(as ...*backend.Attempt) bool {
+	ok := ep.Backend.Quiesce(as...)
+	if ep.Ref != nil {
+		views := make([]refine.AttemptView, len(as))
+		for i, a := range as {
+			views[i] = a
+		}
+		ep.Ref.Quiesced(views, ok)
+	}
+	return ok
+}
+
+// spoil makes a view wrong the way bad says (fuzz/workload.Bad): the
+// backend must refuse a malformed view, and fail at once an attempt with a
+// row outside its registrations.
+func (ep *Endpoint) spoil(v drivers.View, bad workload.Bad) drivers.View {
+	v = drivers.View{Rows: append([]drivers.Row(nil), v.Rows...), Mask: append([]bool(nil), v.Mask...)}
+	in := -1 // the first masked-in row
+	for i, m := range v.Mask {
+		if m {
+			in = i
+			break
+		}
+	}
+	switch {
+	case bad == workload.MaskLength || in < 0:
+		v.Mask = append(v.Mask, true)
+	case bad == workload.EmptyKey:
+		v.Rows[in].Key = ""
+	case bad == workload.DupSlot:
+		for j := in + 1; j < len(v.Rows); j++ {
+			if v.Mask[j] {
+				v.Rows[j].Handle, v.Rows[j].Slot = v.Rows[in].Handle, v.Rows[in].Slot
+				return v
+			}
+		}
+		v.Mask = append(v.Mask, true) // one row only: make it malformed another way
+	case bad == workload.Outside:
+		for _, r := range ep.Regions {
+			if h, ok := ep.Backend.Handle(r.Label); ok && h == v.Rows[in].Handle {
+				v.Rows[in].Slot = r.Slots // just past the region's last slot
+			}
+		}
+	}
+	return v
 }
 
 // afterStep tells every endpoint's reference model that a step ended.

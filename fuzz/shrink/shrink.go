@@ -255,6 +255,18 @@ func DropOps(l *workload.Log, drop []bool) *workload.Log {
 			}
 			op.Target = newIndex[op.Target]
 		}
+		if op.Kind == workload.Quiesce {
+			var ts []int
+			for _, t := range op.Targets {
+				if newIndex[t] >= 0 {
+					ts = append(ts, newIndex[t])
+				}
+			}
+			if len(ts) == 0 {
+				continue // every attempt it asked about is gone
+			}
+			op.Targets = ts
+		}
 		newIndex[i] = len(out.Ops)
 		out.Ops = append(out.Ops, cloneOp(op))
 	}
@@ -389,6 +401,7 @@ func clone(l *workload.Log) *workload.Log {
 func cloneOp(op workload.Op) workload.Op {
 	op.Keys = append([]string(nil), op.Keys...)
 	op.Mask = append([]bool(nil), op.Mask...)
+	op.Targets = append([]int(nil), op.Targets...)
 	return op
 }
 

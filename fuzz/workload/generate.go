@@ -103,7 +103,23 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 	}
 	var at time.Duration
 	var rowOps []int
+	// Rare paths come from a stream of their own, so the rest of the
+	// workload is what it would be without them: a malformed view now and
+	// then, and Quiesce questions about recent attempts.
+	rare := sim.NewRand(sim.SubSeed(seed, "workload/rare"))
 	for i := 0; i < cfg.Ops; i++ {
+		if len(rowOps) > 0 && rare.Chance(0.05) {
+			last := l.Ops[rowOps[len(rowOps)-1]].Endpoint
+			q := Op{At: at, Kind: Quiesce, Endpoint: last}
+			for j := len(rowOps) - 1; j >= 0 && len(q.Targets) < 3; j-- {
+				if l.Ops[rowOps[j]].Endpoint == last && rare.Chance(0.7) {
+					q.Targets = append(q.Targets, rowOps[j])
+				}
+			}
+			if len(q.Targets) > 0 {
+				l.Ops = append(l.Ops, q)
+			}
+		}
 		at += time.Duration(r.Intn(21)) * time.Microsecond
 		if i == midShutdown {
 			e := l.Endpoints[r.Intn(nEnd)].Name
@@ -121,6 +137,9 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 			op.Kind = Fetch
 		}
 		op.Keys, op.Mask = g.view(at)
+		if rare.Chance(0.03) {
+			op.Bad = Bads[rare.Intn(len(Bads))]
+		}
 		rowOps = append(rowOps, len(l.Ops))
 		l.Ops = append(l.Ops, op)
 	}

@@ -16,9 +16,15 @@
 //	op at=0us publish A keys=k1,k2 mask=11
 //	op at=3us fetch B keys=k1,k3 mask=10
 //	op at=5us cancel 0
+//	op at=6us quiesce B 1
+//	op at=7us fetch A keys=k2 mask=1 bad=outside
 //	op at=90us shutdown A
 //
-// Ops are numbered from 0 in file order; cancel names the op it cancels.
+// Ops are numbered from 0 in file order; cancel names the op it cancels,
+// quiesce the endpoint and the ops whose attempts it asks Backend.Quiesce
+// about. bad= makes a publish or fetch view malformed on purpose (see
+// [Bad]): the backend must refuse it, or fail the attempt at once for a row
+// outside its registrations.
 // Blank lines and lines starting with '#' are ignored. Fault lines are
 // passed to the endpoint's driver unchanged (for the memory drivers, one
 // line of memdriver.FaultMix).
@@ -27,6 +33,7 @@ package workload
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -70,9 +77,26 @@ const (
 	Fetch
 	Cancel
 	Shutdown
+	Quiesce
 )
 
-var kindNames = map[Kind]string{Publish: "publish", Fetch: "fetch", Cancel: "cancel", Shutdown: "shutdown"}
+var kindNames = map[Kind]string{Publish: "publish", Fetch: "fetch", Cancel: "cancel", Shutdown: "shutdown", Quiesce: "quiesce"}
+
+// Bad names how a view is made wrong on purpose.
+type Bad string
+
+// The bad views. DupSlot, EmptyKey and MaskLength are malformed (refused
+// with ErrInvalidSubmission); Outside puts a row at the slot just past its
+// region's end (the attempt fails before any store call).
+const (
+	DupSlot    Bad = "dup-slot"
+	EmptyKey   Bad = "empty-key"
+	MaskLength Bad = "mask-length"
+	Outside    Bad = "outside"
+)
+
+// Bads lists every bad view kind.
+var Bads = []Bad{DupSlot, EmptyKey, MaskLength, Outside}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -84,6 +108,8 @@ type Op struct {
 	Keys     []string // publish, fetch
 	Mask     []bool   // publish, fetch; one bit per key
 	Target   int      // cancel: the op index to cancel
+	Targets  []int    // quiesce: the ops whose attempts it asks about
+	Bad      Bad      // publish, fetch: the view is made wrong on purpose
 }
 
 // maxMicros is the latest op time a log may name: virtual time is a
@@ -129,9 +155,19 @@ func (op Op) String() string {
 				mask[i] = '1'
 			}
 		}
-		return fmt.Sprintf("%s %s keys=%s mask=%s", at, op.Endpoint, strings.Join(op.Keys, ","), mask)
+		line := fmt.Sprintf("%s %s keys=%s mask=%s", at, op.Endpoint, strings.Join(op.Keys, ","), mask)
+		if op.Bad != "" {
+			line += " bad=" + string(op.Bad)
+		}
+		return line
 	case Cancel:
 		return fmt.Sprintf("%s %d", at, op.Target)
+	case Quiesce:
+		ts := make([]string, len(op.Targets))
+		for i, t := range op.Targets {
+			ts[i] = strconv.Itoa(t)
+		}
+		return fmt.Sprintf("%s %s %s", at, op.Endpoint, strings.Join(ts, ","))
 	case Shutdown:
 		return fmt.Sprintf("%s %s", at, op.Endpoint)
 	}
@@ -315,16 +351,39 @@ func (p *parser) parseOp(rest string) error {
 			return p.errf("shutdown of undeclared endpoint %q", args[0])
 		}
 		op.Endpoint = args[0]
+	case "quiesce":
+		op.Kind = Quiesce
+		if len(args) != 2 {
+			return p.errf("quiesce takes an endpoint and op numbers (quiesce A 3,5)")
+		}
+		if _, ok := p.endpoints[args[0]]; !ok {
+			return p.errf("quiesce of undeclared endpoint %q", args[0])
+		}
+		op.Endpoint = args[0]
+		for _, f := range strings.Split(args[1], ",") {
+			t, err := strconv.Atoi(f)
+			if err != nil || t < 0 || t >= len(p.log.Ops) {
+				return p.errf("quiesce target %q is not an earlier op number", f)
+			}
+			op.Targets = append(op.Targets, t)
+		}
 	default:
-		return p.errf("unknown op kind %q (want publish, fetch, cancel or shutdown)", fields[1])
+		return p.errf("unknown op kind %q (want publish, fetch, cancel, quiesce or shutdown)", fields[1])
 	}
 	p.log.Ops = append(p.log.Ops, op)
 	return nil
 }
 
 func (p *parser) parseRowsOp(op *Op, args []string) error {
+	if len(args) == 4 && strings.HasPrefix(args[3], "bad=") {
+		bad := Bad(strings.TrimPrefix(args[3], "bad="))
+		if !slices.Contains(Bads, bad) {
+			return p.errf("unknown bad= %q (want dup-slot, empty-key, mask-length or outside)", bad)
+		}
+		op.Bad, args = bad, args[:3]
+	}
 	if len(args) != 3 || !strings.HasPrefix(args[1], "keys=") || !strings.HasPrefix(args[2], "mask=") {
-		return p.errf("%s takes ENDPOINT keys=K1,K2 mask=10", op.Kind)
+		return p.errf("%s takes ENDPOINT keys=K1,K2 mask=10 [bad=KIND]", op.Kind)
 	}
 	if _, ok := p.endpoints[args[0]]; !ok {
 		return p.errf("%s on undeclared endpoint %q", op.Kind, args[0])

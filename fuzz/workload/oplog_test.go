@@ -57,6 +57,10 @@ func TestParseErrors(t *testing.T) {
 		{"time backwards", good + "op at=5us fetch A keys=k mask=1\nop at=4us fetch A keys=k mask=1\n", "goes back"},
 		{"time overflows", good + "op at=9223372036854775807us fetch A keys=k mask=1\n", "bad op time"},
 		{"truncated op", good + "op at=", "line 3"},
+		{"unknown bad view", good + "op at=0us fetch A keys=k mask=1 bad=odd\n", `unknown bad= "odd"`},
+		{"quiesce forward", good + "op at=0us fetch A keys=k mask=1\nop at=0us quiesce A 0,4\n", "not an earlier op"},
+		{"quiesce no targets", good + "op at=0us quiesce A\n", "quiesce takes"},
+		{"quiesce undeclared", good + "op at=0us fetch A keys=k mask=1\nop at=0us quiesce B 0\n", "undeclared endpoint"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -142,6 +142,32 @@ func (m *Model) stopped(a *attempt) {
 	}
 }
 
+// Quiesced judges an answer of Backend.Quiesce (B-ACCESS): true exactly
+// when every listed attempt's access is ENDED.
+func (m *Model) Quiesced(avs []AttemptView, got bool) {
+	m.settleLookup()
+	want := true
+	var first *attempt
+	for _, av := range avs {
+		a := m.byView[av]
+		if a == nil || a.done {
+			continue // forgotten once committed and ENDED
+		}
+		if m.access(a) != drivers.AccessEnded {
+			want = false
+			first = a
+			break
+		}
+	}
+	if got != want {
+		why := "every listed attempt's access is ENDED"
+		if first != nil {
+			why = fmt.Sprintf("attempt %d's access is %v (%s)", first.view.ID(), m.access(first), m.callStates(first))
+		}
+		m.fail(rules.BAccess, first, 0, fmt.Sprintf("quiesce/%d", len(m.found)), fmt.Sprintf("Quiesce of %d attempts answered %v, but %s", len(avs), got, why))
+	}
+}
+
 // Cancelling is called just before Attempt.Cancel.
 func (m *Model) Cancelling(av AttemptView) {
 	m.event()
