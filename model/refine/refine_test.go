@@ -279,6 +279,16 @@ func TestModel(t *testing.T) {
 			w.d.Shutdown(context.Background())
 			w.m.ShutdownReturned(nil) // the call never ENDED: it must be named
 		}, rules.BShut},
+		{"failed but serving", func(w *world) {
+			v := w.view("a")
+			a := w.admit(drivers.Fetch, v)
+			c := w.submit(drivers.Fetch, v.Rows)
+			w.admitted(a)
+			c.res, c.acc = []drivers.Status{drivers.Fault}, drivers.AccessEnded
+			w.read(w.taps[0])
+			a.out, a.acc = backend.Outcome{State: backend.Failed, Served: []bool{true}}, drivers.AccessEnded
+			w.step(true)
+		}, rules.BFetch},
 		{"refused with room", func(w *world) {
 			w.admit(drivers.Fetch, w.view("a"))
 			w.m.Admitted(nil, backend.ErrOverCapacity)

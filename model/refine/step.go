@@ -123,6 +123,10 @@ func (m *Model) committedNow(a *attempt, o backend.Outcome) {
 	// B-CANCEL: a committed failure or cancel stops the attempt's running calls.
 	if o.State == backend.Failed || o.State == backend.Cancelled {
 		a.stopDue = true
+		// S-MARKS: only a Delivered outcome serves rows.
+		if slices.Contains(o.Served, true) {
+			m.fail(rule, a, 0, "served-not-delivered", fmt.Sprintf("it is %v, yet its outcome serves %s (only a Delivered outcome serves rows)", o.State, positions(o.Served)))
+		}
 	}
 }
 
