@@ -294,11 +294,8 @@ func TestSpecs(t *testing.T) {
 				t.Errorf("Lookup(%q) = %v, %v %s", n, got.Name, ok, repro(t))
 			}
 		}
-		if got := s.Config(memdriver.Config{}).Plant; got != memdriver.Plant(s.Name) {
-			t.Errorf("%s: Config plants %q %s", s.Name, got, repro(t))
-		}
-		if got := s.Reference(memdriver.Config{}).Plant; got != "" {
-			t.Errorf("%s: Reference plants %q %s", s.Name, got, repro(t))
+		if got := s.Reference(memdriver.Config{Hooks: &memdriver.Hooks{}}).Hooks; got != nil {
+			t.Errorf("%s: Reference keeps hooks %+v %s", s.Name, got, repro(t))
 		}
 	}
 	for n := range scenarios {
