@@ -241,18 +241,10 @@ func Names() []Name {
 	return out
 }
 
-// Config is cfg as the broken driver's reference driver runs it: the
-// capabilities and fault rates raised as the spec asks (see [Spec]) and the
-// memdriver.Hooks of a bug that needs them.
-func (s Spec) Config(cfg memdriver.Config) memdriver.Config {
-	cfg = s.Reference(cfg)
-	cfg.Hooks = hooks(s.Name)
-	return cfg
-}
-
-// Reference is cfg for the same driver without the bug — the reference
-// driver under the same capabilities and faults, which must pass every
-// check the broken one fails.
+// Reference is cfg as the broken driver runs it, without the bug: the
+// capabilities and fault rates raised as the spec asks (see [Spec]) and no
+// hooks — the reference driver under the same capabilities and faults,
+// which must pass every check the broken one fails.
 func (s Spec) Reference(cfg memdriver.Config) memdriver.Config {
 	if s.AbsentIsMiss {
 		if cfg.Caps == (drivers.Capabilities{}) {
@@ -266,22 +258,23 @@ func (s Spec) Reference(cfg memdriver.Config) memdriver.Config {
 }
 
 // New builds the broken driver name over store on rt: memdriver.New (or
-// NewTogether when the spec says Together) with s.Config(cfg), behind the
-// bug's wrapper.
+// NewTogether when the spec says Together) with s.Reference(cfg) and the
+// bug's hooks, behind the bug's wrapper.
 func New(name Name, rt sim.Runtime, store *memdriver.Store, cfg memdriver.Config) (drivers.Driver, error) {
 	s, ok := Lookup(string(name))
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknown, name)
 	}
-	cfg = s.Config(cfg)
+	cfg = s.Reference(cfg)
+	w := newDriver(rt, store, cfg, s.Name)
+	w.install(s.Name)
+	cfg.Hooks = w.hooks
 	if s.Together {
 		t := memdriver.NewTogether(rt, store, cfg)
-		w := wrap(t.Driver, rt, store, cfg, s.Name)
-		w.install(s.Name)
+		w.Driver = t.Driver
 		return &togetherDriver{driver: w, t: t}, nil
 	}
-	w := wrap(memdriver.New(rt, store, cfg), rt, store, cfg, s.Name)
-	w.install(s.Name)
+	w.Driver = memdriver.New(rt, store, cfg)
 	return w, nil
 }
 

@@ -320,15 +320,15 @@ func TestConfig(t *testing.T) {
 	s, _ := broken.Lookup(string(broken.MissAsFault))
 	caps := memdriver.DefaultCaps
 	caps.AbsentIsMiss = false
-	if got := s.Config(memdriver.Config{Caps: caps}).Caps; !got.AbsentIsMiss || got.MaxRowsPerOp != caps.MaxRowsPerOp {
+	if got := s.Reference(memdriver.Config{Caps: caps}).Caps; !got.AbsentIsMiss || got.MaxRowsPerOp != caps.MaxRowsPerOp {
 		t.Errorf("MissAsFault caps = %+v, want %+v with AbsentIsMiss %s", got, caps, repro(t))
 	}
 	s, _ = broken.Lookup(string(broken.UnregisterLies))
-	got := s.Config(memdriver.Config{Faults: memdriver.FaultMix{UnregisterFail: 0.9, RowFault: 0.1}}).Faults
+	got := s.Reference(memdriver.Config{Faults: memdriver.FaultMix{UnregisterFail: 0.9, RowFault: 0.1}}).Faults
 	if want := (memdriver.FaultMix{UnregisterFail: 0.9, RowFault: 0.1}); got != want {
 		t.Errorf("raised mix = %v, want %v %s", got, want, repro(t))
 	}
-	got = s.Config(memdriver.Config{Faults: memdriver.FaultMix{RowFault: 0.1}}).Faults
+	got = s.Reference(memdriver.Config{Faults: memdriver.FaultMix{RowFault: 0.1}}).Faults
 	if want := (memdriver.FaultMix{UnregisterFail: s.Provoke.UnregisterFail, RowFault: 0.1}); got != want {
 		t.Errorf("raised mix = %v, want %v %s", got, want, repro(t))
 	}

@@ -23,6 +23,9 @@ type driver struct {
 	step  time.Duration // the reference driver's step delay
 	label string        // "broken/<Name>": the label of the events a bug schedules
 
+	// hooks are the reference driver's hooks the bug sets (nil: none).
+	hooks *memdriver.Hooks
+
 	// Wrap points (nil: pass through).
 	submit     func(b drivers.RowBatch) error // a refusal before the reference driver sees the batch
 	contains   func(keys []string, found []bool, err error) ([]bool, error)
@@ -57,12 +60,13 @@ var (
 	_ drivers.TogetherRegisterer = (*togetherDriver)(nil)
 )
 
-func wrap(d *memdriver.Driver, rt sim.Runtime, store *memdriver.Store, cfg memdriver.Config, name Name) *driver {
+// newDriver is the wrapper of bug name; New sets its reference driver.
+func newDriver(rt sim.Runtime, store *memdriver.Store, cfg memdriver.Config, name Name) *driver {
 	step := cfg.StepDelay
 	if step <= 0 {
 		step = memdriver.DefaultStepDelay
 	}
-	return &driver{Driver: d, rt: rt, store: store, step: step, label: "broken/" + string(name),
+	return &driver{rt: rt, store: store, step: step, label: "broken/" + string(name),
 		regions: map[drivers.Handle]drivers.Region{}, calls: map[drivers.CallID]*call{}}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
@@ -23,7 +24,7 @@ import (
 //     transfer step or under the reference driver's lock.
 //
 //	bug                     form     where
-//	LiesAboutAccess         wrapper  callback: a write of the slot after ENDED was told
+//	LiesAboutAccess         both     Access sees a quiet end; callback: the slot written after ENDED was told
 //	ForgetsUnprovable       hook     Access: a client error's UNPROVABLE set as ENDED
 //	CancelClaimsEnded       hook     Access: Cancel sets ENDED
 //	MissAsFault             wrapper  Results
@@ -49,7 +50,7 @@ import (
 //	SignalUnderLock         wrapper  callback, Locked
 //	SignalAfterShutdown     wrapper  callback, Shutdown
 //	RegressingResult        hook     Result
-//	BlockingCancel          wrapper  Cancel, Results, Access, memory
+//	BlockingCancel          wrapper  Cancel, Results, Access, callback, Drain, Shutdown, memory
 //	DrainLies               wrapper  Drain
 //	SilentShutdown          wrapper  Shutdown
 
@@ -118,11 +119,12 @@ func hooks(n Name) *memdriver.Hooks {
 	return nil
 }
 
-// install sets the wrap points of bug n on w.
+// install sets the hooks and wrap points of bug n on w.
 func (w *driver) install(n Name) {
+	w.hooks = hooks(n)
 	switch n {
 	case LiesAboutAccess:
-		w.notify = w.writeAfterEnd
+		w.writeAfterEnd()
 	case MissAsFault:
 		w.results = fetchAs(drivers.Miss, drivers.Fault)
 	case FaultAsMiss:
@@ -233,36 +235,47 @@ func outage(err error) bool {
 }
 
 // writeAfterEnd is LiesAboutAccess (D-ACCESS-END): once a callback has told
-// the caller a FETCH ENDED, the object of its first OK row is written into
-// the row's slot once more, a step later.
-func (w *driver) writeAfterEnd(c *call, user func()) {
-	user()
-	if c.b.Dir != drivers.Fetch || c.Call.Access() != drivers.AccessEnded {
-		return
-	}
-	w.mu.Lock()
-	if c.bug.late || w.shutting {
-		w.mu.Unlock()
-		return
-	}
-	c.bug.late = true
-	w.mu.Unlock()
-	i := slices.Index(c.Call.Results(), drivers.OK)
-	if i < 0 {
-		return
-	}
-	w.rt.After(w.step, w.label+" write after end", func() {
-		if w.isShutting() {
+// the caller that a FETCH ended quietly (PENDING → ENDED, which the Access
+// hook sees), the object of its first OK row is written into the row's slot
+// once more, in the next event.
+func (w *driver) writeAfterEnd() {
+	var mu sync.Mutex // the hook runs under the reference driver's lock
+	quiet := map[drivers.CallID]bool{}
+	w.hooks = &memdriver.Hooks{Access: func(a memdriver.AccessChange) drivers.Access {
+		if a.From == drivers.AccessPending && a.To == drivers.AccessEnded {
+			mu.Lock()
+			quiet[a.Call] = true
+			mu.Unlock()
+		}
+		return a.To
+	}}
+	w.notify = func(c *call, user func()) {
+		user()
+		mu.Lock()
+		ended := quiet[c.ID()]
+		delete(quiet, c.ID())
+		mu.Unlock()
+		if !ended || c.b.Dir != drivers.Fetch || w.isShutting() {
 			return
 		}
-		row := c.b.Rows[i]
-		reg := w.region(row.Handle)
-		obj, ok := w.store.Get(row.Key)
-		if !ok || len(obj) != reg.SlotBytes {
-			obj = make([]byte, reg.SlotBytes)
+		if i := slices.Index(c.Call.Results(), drivers.OK); i >= 0 {
+			w.rt.After(0, w.label+" write after end", func() { w.writeAgain(c, i) })
 		}
-		_ = reg.Mem.Write(drivers.Toucher{Call: c.ID(), Row: i}, reg.SlotOffset(row.Slot), obj)
-	})
+	}
+}
+
+// writeAgain writes the object of row i of c into its slot.
+func (w *driver) writeAgain(c *call, i int) {
+	if w.isShutting() {
+		return
+	}
+	row := c.b.Rows[i]
+	reg := w.region(row.Handle)
+	obj, ok := w.store.Get(row.Key)
+	if !ok || len(obj) != reg.SlotBytes {
+		obj = make([]byte, reg.SlotBytes)
+	}
+	_ = reg.Mem.Write(drivers.Toucher{Call: c.ID(), Row: i}, reg.SlotOffset(row.Slot), obj)
 }
 
 // dropHeldKey is OverwritesOnPublish (D-SUB-4): as a PUBLISH row's transfer
@@ -430,27 +443,42 @@ func (w *driver) closeByAddress() func(drivers.Handle) error {
 	}
 }
 
-// earlySignal is EarlySignal (D-CB-1): once a call's access is ENDED, its
-// callbacks still see the access before; a step after the first of them
-// another callback runs, which finds nothing new, and only then is ENDED
-// shown — with no callback after it. Shutdown shows every hidden ENDED and
-// tells it, so nothing is left pending.
+// earlySignal is EarlySignal (D-CB-1): once a call's access went from
+// PENDING to ENDED, its callbacks still see PENDING; a step after the first
+// of them another callback runs, which finds nothing new, and only then is
+// ENDED shown — with no callback after it. Until then the call is pending
+// for Drain and its regions are busy, as for a call whose access is not
+// ENDED. Shutdown shows every hidden ENDED and tells it, so nothing is left
+// pending.
 func (w *driver) earlySignal() {
 	var hidden []*call
+	hides := func(c *call, a drivers.Access) bool { // w.mu held
+		return a == drivers.AccessEnded && c.user != nil && c.bug.early < 2 && c.bug.shown == drivers.AccessPending && !w.shutting
+	}
 	w.access = func(c *call, a drivers.Access) drivers.Access {
-		if a == drivers.AccessEnded && c.user != nil && c.bug.early < 2 && !w.shutting {
+		if hides(c, a) {
 			return c.bug.shown
 		}
 		c.bug.shown = a
 		return a
 	}
+	w.unregister = func(h drivers.Handle) error {
+		w.mu.Lock()
+		busy := false
+		for _, c := range w.calls {
+			busy = busy || slices.ContainsFunc(c.b.Rows, func(r drivers.Row) bool { return r.Handle == h }) && hides(c, c.Call.Access())
+		}
+		w.mu.Unlock()
+		if busy {
+			return fmt.Errorf("%w: a call whose access is not ENDED names handle %d (D-REG-6)", drivers.ErrBusy, h)
+		}
+		return w.Driver.Unregister(h)
+	}
 	w.notify = func(c *call, user func()) {
 		user()
-		if c.Call.Access() != drivers.AccessEnded {
-			return
-		}
+		a := c.Call.Access()
 		w.mu.Lock()
-		if c.bug.early != 0 || w.shutting {
+		if c.bug.early != 0 || !hides(c, a) {
 			w.mu.Unlock()
 			return
 		}
@@ -542,12 +570,34 @@ func (w *driver) signalAfterShutdown() {
 // blockingCancel is BlockingCancel (D-CAN-1): Cancel does the remaining
 // work of every row without a result synchronously — reads the object and
 // writes the slot (FETCH) or reads the slot and stores it (PUBLISH) — and
-// shows access ENDED before it returns, instead of requesting a cancel. The
-// reference call is cancelled behind it, and what its transfer still does
-// no longer touches memory.
+// shows access ENDED before it returns, instead of requesting a cancel; one
+// callback tells it. The reference call is cancelled behind it: what its
+// transfer still does touches no memory, and its callbacks and pending
+// state are no longer the caller's.
 func (w *driver) blockingCancel() {
-	dropped := map[drivers.CallID]bool{}
+	var untold []*call // completed by Cancel, the callback not yet run
+	tell := func(c *call) {
+		w.mu.Lock()
+		i := slices.Index(untold, c)
+		if i >= 0 {
+			untold = slices.Delete(untold, i, i+1)
+		}
+		w.mu.Unlock()
+		if i >= 0 && c.user != nil {
+			c.user()
+		}
+	}
+	forced := func(id drivers.CallID) bool { // w.mu held
+		c := w.calls[id]
+		return c != nil && c.bug.forced != nil
+	}
 	w.cancel = func(c *call) drivers.CancelResult {
+		w.mu.Lock()
+		done := c.bug.forced != nil
+		w.mu.Unlock()
+		if done {
+			return drivers.CancelAlreadyDone
+		}
 		res := c.Call.Results()
 		if !w.Capabilities().CanCancel || !slices.ContainsFunc(res, func(s drivers.Status) bool { return !s.Final() }) {
 			return c.Call.Cancel()
@@ -559,9 +609,14 @@ func (w *driver) blockingCancel() {
 		}
 		w.mu.Lock()
 		c.bug.forced = res
-		dropped[c.ID()] = true
+		untold = append(untold, c)
 		w.mu.Unlock()
 		c.Call.Cancel()
+		w.rt.After(0, w.label+" onChange", func() {
+			if !w.isShutting() {
+				tell(c)
+			}
+		})
 		return drivers.CancelRequested
 	}
 	w.results = func(c *call, res []drivers.Status) []drivers.Status {
@@ -576,10 +631,37 @@ func (w *driver) blockingCancel() {
 		}
 		return a
 	}
+	w.notify = func(c *call, user func()) {
+		w.mu.Lock()
+		done := c.bug.forced != nil
+		w.mu.Unlock()
+		if !done {
+			user()
+		}
+	}
+	w.drain = func(st drivers.DrainStatus) drivers.DrainStatus {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		pending := slices.DeleteFunc(st.Pending, forced)
+		for _, c := range untold {
+			pending = append(pending, c.ID())
+		}
+		slices.Sort(pending)
+		return drivers.DrainStatus{Done: len(pending) == 0, Pending: pending}
+	}
+	w.shutdown = func(ctx context.Context) []string {
+		w.mu.Lock()
+		cs := slices.Clone(untold)
+		w.mu.Unlock()
+		for _, c := range cs {
+			tell(c)
+		}
+		return w.Driver.Shutdown(ctx)
+	}
 	gone := func(by drivers.Toucher) bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		return dropped[by.Call]
+		return forced(by.Call)
 	}
 	w.read = func(m *memory, by drivers.Toucher, off int, p []byte) error {
 		if gone(by) {
