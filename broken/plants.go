@@ -14,12 +14,13 @@ import (
 	"github.com/storesim/storesim/drivers/rules"
 )
 
-// The bugs. Each is one of two forms, and changes behaviour only in the
-// situation its rule is about:
+// The bugs. Each changes behaviour only in the situation its rule is about,
+// in one of two forms (LiesAboutAccess uses both: a hook tells its wrapper
+// when to fire):
 //
-//   - a wrapper: [install] sets wrap points of the broken driver (driver.go)
-//     — what the caller sees of the driver and its calls, the change
-//     callback, the region memory the reference driver touches;
+//   - a wrapper: [driver.install] sets wrap points of the broken driver
+//     (driver.go) — what the caller sees of the driver and its calls, the
+//     change callback, the region memory the reference driver touches;
 //   - a hook: [hooks] sets memdriver.Hooks, where the moment lies inside a
 //     transfer step or under the reference driver's lock.
 //
@@ -57,7 +58,6 @@ import (
 // callState is what the wrappers keep per call, guarded by driver.mu.
 type callState struct {
 	forced []drivers.Status // BlockingCancel: the results Cancel completed inline (access shown ENDED)
-	late   bool             // LiesAboutAccess: the write after the end is scheduled
 	early  uint8            // EarlySignal: 1 the early signal is scheduled, 2 ENDED is shown
 	shown  drivers.Access   // EarlySignal: the access last shown
 }
@@ -211,7 +211,8 @@ func told(c drivers.Call) bool {
 	return c.Access().Evidenced() && !slices.ContainsFunc(c.Results(), func(s drivers.Status) bool { return !s.Final() })
 }
 
-// fetchAs answers from instead of to for every FETCH row (D-MISS-HONEST).
+// fetchAs answers to where the reference driver answers from, on every FETCH
+// row (D-MISS-HONEST).
 func fetchAs(from, to drivers.Status) func(*call, []drivers.Status) []drivers.Status {
 	return func(c *call, res []drivers.Status) []drivers.Status {
 		if c.b.Dir == drivers.Fetch {
@@ -464,12 +465,14 @@ func (w *driver) earlySignal() {
 	}
 	w.unregister = func(h drivers.Handle) error {
 		w.mu.Lock()
-		busy := false
+		var naming []*call // calls that would hide ENDED and name h
 		for _, c := range w.calls {
-			busy = busy || slices.ContainsFunc(c.b.Rows, func(r drivers.Row) bool { return r.Handle == h }) && hides(c, c.Call.Access())
+			if hides(c, drivers.AccessEnded) && slices.ContainsFunc(c.b.Rows, func(r drivers.Row) bool { return r.Handle == h }) {
+				naming = append(naming, c)
+			}
 		}
 		w.mu.Unlock()
-		if busy {
+		if slices.ContainsFunc(naming, func(c *call) bool { return c.Call.Access() == drivers.AccessEnded }) {
 			return fmt.Errorf("%w: a call whose access is not ENDED names handle %d (D-REG-6)", drivers.ErrBusy, h)
 		}
 		return w.Driver.Unregister(h)
