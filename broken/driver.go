@@ -22,6 +22,7 @@ type driver struct {
 	store *memdriver.Store
 	step  time.Duration // the reference driver's step delay
 	label string        // "broken/<Name>": the label of the events a bug schedules
+	inst  string        // the driver's name (Config.Name), unique per runtime
 
 	// hooks are the reference driver's hooks the bug sets (nil: none).
 	hooks *memdriver.Hooks
@@ -66,7 +67,11 @@ func newDriver(rt sim.Runtime, store *memdriver.Store, cfg memdriver.Config, nam
 	if step <= 0 {
 		step = memdriver.DefaultStepDelay
 	}
-	return &driver{rt: rt, store: store, step: step, label: "broken/" + string(name),
+	inst := cfg.Name
+	if inst == "" {
+		inst = "mem"
+	}
+	return &driver{rt: rt, store: store, step: step, label: "broken/" + string(name), inst: inst,
 		regions: map[drivers.Handle]drivers.Region{}, calls: map[drivers.CallID]*call{}}
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
@@ -235,48 +236,79 @@ func outage(err error) bool {
 		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
-// writeAfterEnd is LiesAboutAccess (D-ACCESS-END): once a callback has told
-// the caller that a FETCH ended quietly (PENDING → ENDED, which the Access
-// hook sees), the object of its first OK row is written into the row's slot
-// once more, in the next event.
+// writeAfterEnd is LiesAboutAccess (D-ACCESS-END): when a FETCH ends
+// quietly (PENDING → ENDED, which the Access hook sees), it polls, one step
+// delay at a time, until a callback has told the caller, then writes the
+// slot of the call's first OK row once more.
 func (w *driver) writeAfterEnd() {
+	const maxPolls = 1000
 	var mu sync.Mutex // the hook runs under the reference driver's lock
-	quiet := map[drivers.CallID]bool{}
+	rnd := w.rt.Rand(w.label + "/" + w.inst)
+	told := map[drivers.CallID]bool{} // quiet ends waiting; true once told
+	var poll func(id drivers.CallID, tries int)
+	after := func(id drivers.CallID, tries int) {
+		mu.Lock()
+		d := time.Duration(1 + rnd.Intn(int(w.step)))
+		mu.Unlock()
+		w.rt.After(d, w.label+" write after end", func() { poll(id, tries) })
+	}
+	poll = func(id drivers.CallID, tries int) {
+		if w.isShutting() {
+			return
+		}
+		mu.Lock()
+		done := told[id]
+		if done || tries >= maxPolls {
+			delete(told, id)
+		}
+		mu.Unlock()
+		w.mu.Lock()
+		c := w.calls[id]
+		w.mu.Unlock()
+		switch {
+		case done:
+			if i := slices.Index(c.Call.Results(), drivers.OK); i >= 0 {
+				w.writeAgain(c, i)
+			}
+		case tries < maxPolls:
+			after(id, tries+1)
+		}
+	}
 	w.hooks = &memdriver.Hooks{Access: func(a memdriver.AccessChange) drivers.Access {
 		if a.From == drivers.AccessPending && a.To == drivers.AccessEnded {
-			mu.Lock()
-			quiet[a.Call] = true
-			mu.Unlock()
+			w.mu.Lock()
+			c := w.calls[a.Call]
+			w.mu.Unlock()
+			if c != nil && c.b.Dir == drivers.Fetch {
+				mu.Lock()
+				told[a.Call] = false
+				mu.Unlock()
+				after(a.Call, 1)
+			}
 		}
 		return a.To
 	}}
 	w.notify = func(c *call, user func()) {
 		user()
 		mu.Lock()
-		ended := quiet[c.ID()]
-		delete(quiet, c.ID())
+		if _, ok := told[c.ID()]; ok {
+			told[c.ID()] = true
+		}
 		mu.Unlock()
-		if !ended || c.b.Dir != drivers.Fetch || w.isShutting() {
-			return
-		}
-		if i := slices.Index(c.Call.Results(), drivers.OK); i >= 0 {
-			w.rt.After(0, w.label+" write after end", func() { w.writeAgain(c, i) })
-		}
 	}
 }
 
-// writeAgain writes the object of row i of c into its slot.
+// writeAgain writes row i of c's slot once more, with the bytes the slot
+// holds: the touch is the bug, and it corrupts no one else's data when the
+// slot was lent again meanwhile.
 func (w *driver) writeAgain(c *call, i int) {
-	if w.isShutting() {
-		return
-	}
 	row := c.b.Rows[i]
 	reg := w.region(row.Handle)
-	obj, ok := w.store.Get(row.Key)
-	if !ok || len(obj) != reg.SlotBytes {
-		obj = make([]byte, reg.SlotBytes)
+	by, off := drivers.Toucher{Call: c.ID(), Row: i}, reg.SlotOffset(row.Slot)
+	buf := make([]byte, reg.SlotBytes)
+	if reg.Mem.Read(by, off, buf) == nil {
+		_ = reg.Mem.Write(by, off, buf)
 	}
-	_ = reg.Mem.Write(drivers.Toucher{Call: c.ID(), Row: i}, reg.SlotOffset(row.Slot), obj)
 }
 
 // dropHeldKey is OverwritesOnPublish (D-SUB-4): as a PUBLISH row's transfer
