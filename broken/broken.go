@@ -1,10 +1,19 @@
 // Package broken holds storesim's broken drivers: one per row of SPEC §7,
-// each the MemoryDriver of package drivers/memdriver with exactly one fault
-// planted (memdriver.Config.Plant), so that each breaks one rule of the
-// driver contract and nothing else. They test the tester: the contract
-// monitor, the memory and store oracles and the conformance suite must catch
-// every one of them, on the rule its [Spec] names, while the reference
-// drivers pass the same checks.
+// each the MemoryDriver of package drivers/memdriver with exactly one bug,
+// so that each breaks one rule of the driver contract and nothing else. They
+// test the tester: the contract monitor, the memory and store oracles and
+// the conformance suite must catch every one of them, on the rule its [Spec]
+// names, while the reference drivers pass the same checks.
+//
+// # Where the bugs live
+//
+// Every bug body lives in this package (plants.go). Most are wrappers
+// around the reference driver: what the caller sees of the driver and its
+// calls, the change callback it gets, the region memory the reference
+// driver touches. The few whose moment lies inside a transfer step or under
+// the reference driver's lock use memdriver.Hooks, the reference driver's
+// test seam, which is nil in normal use. The reference driver itself names
+// no bug. The Redis analogues are in package broken/redisbroken.
 //
 // # Names
 //
@@ -14,7 +23,7 @@
 //
 // # Making the fault fire
 //
-// A plant only changes behaviour in the situation its rule is about: a
+// A bug only changes behaviour in the situation its rule is about: a
 // client error mid-transfer, a transport error, a lookup outage, a failed
 // close, a refused registration. Where that situation comes from a fault of
 // memdriver.FaultMix — every one of which a conforming driver survives — the
@@ -159,7 +168,7 @@ type Spec struct {
 	// AbsentIsMiss: the fault shows on a FETCH MISS of an absent key, so New
 	// forces Capabilities.AbsentIsMiss on.
 	AbsentIsMiss bool
-	// Provoke is the legal fault mix that makes the plant's situation arise
+	// Provoke is the legal fault mix that makes the bug's situation arise
 	// (zero: ordinary workloads reach it); New raises the driver's rates to
 	// at least these.
 	Provoke memdriver.FaultMix
@@ -233,17 +242,10 @@ func Names() []Name {
 	return out
 }
 
-// Config is cfg as the broken driver runs it: the plant set, the
-// capabilities and fault rates raised as the spec asks (see [Spec]).
-func (s Spec) Config(cfg memdriver.Config) memdriver.Config {
-	cfg = s.Reference(cfg)
-	cfg.Plant = memdriver.Plant(s.Name)
-	return cfg
-}
-
-// Reference is cfg for the same driver without the plant — the reference
-// driver under the same capabilities and faults, which must pass every
-// check the broken one fails.
+// Reference is cfg as the broken driver runs it, without the bug: the
+// capabilities and fault rates raised as the spec asks (see [Spec]) and no
+// hooks — the reference driver under the same capabilities and faults,
+// which must pass every check the broken one fails.
 func (s Spec) Reference(cfg memdriver.Config) memdriver.Config {
 	if s.AbsentIsMiss {
 		if cfg.Caps == (drivers.Capabilities{}) {
@@ -252,22 +254,29 @@ func (s Spec) Reference(cfg memdriver.Config) memdriver.Config {
 		cfg.Caps.AbsentIsMiss = true
 	}
 	cfg.Faults = raise(cfg.Faults, s.Provoke)
-	cfg.Plant = ""
+	cfg.Hooks = nil
 	return cfg
 }
 
 // New builds the broken driver name over store on rt: memdriver.New (or
-// NewTogether when the spec says Together) with s.Config(cfg).
+// NewTogether when the spec says Together) with s.Reference(cfg) and the
+// bug's hooks, behind the bug's wrapper.
 func New(name Name, rt sim.Runtime, store *memdriver.Store, cfg memdriver.Config) (drivers.Driver, error) {
 	s, ok := Lookup(string(name))
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknown, name)
 	}
-	cfg = s.Config(cfg)
+	cfg = s.Reference(cfg)
+	w := newDriver(rt, store, cfg, s.Name)
+	w.install(s.Name)
+	cfg.Hooks = w.hooks
 	if s.Together {
-		return memdriver.NewTogether(rt, store, cfg), nil
+		t := memdriver.NewTogether(rt, store, cfg)
+		w.Driver = t.Driver
+		return &togetherDriver{driver: w, t: t}, nil
 	}
-	return memdriver.New(rt, store, cfg), nil
+	w.Driver = memdriver.New(rt, store, cfg)
+	return w, nil
 }
 
 // raise returns m with every rate at least the one in floor. It goes

@@ -302,11 +302,8 @@ func TestSpecs(t *testing.T) {
 				t.Errorf("Lookup(%q) = %v, %v %s", n, got.Name, ok, repro(t))
 			}
 		}
-		if got := s.Config(memdriver.Config{}).Plant; got != memdriver.Plant(s.Name) {
-			t.Errorf("%s: Config plants %q %s", s.Name, got, repro(t))
-		}
-		if got := s.Reference(memdriver.Config{}).Plant; got != "" {
-			t.Errorf("%s: Reference plants %q %s", s.Name, got, repro(t))
+		if got := s.Reference(memdriver.Config{Hooks: &memdriver.Hooks{}}).Hooks; got != nil {
+			t.Errorf("%s: Reference keeps hooks %+v %s", s.Name, got, repro(t))
 		}
 	}
 	for n := range scenarios {
@@ -331,15 +328,15 @@ func TestConfig(t *testing.T) {
 	s, _ := broken.Lookup(string(broken.MissAsFault))
 	caps := memdriver.DefaultCaps
 	caps.AbsentIsMiss = false
-	if got := s.Config(memdriver.Config{Caps: caps}).Caps; !got.AbsentIsMiss || got.MaxRowsPerOp != caps.MaxRowsPerOp {
+	if got := s.Reference(memdriver.Config{Caps: caps}).Caps; !got.AbsentIsMiss || got.MaxRowsPerOp != caps.MaxRowsPerOp {
 		t.Errorf("MissAsFault caps = %+v, want %+v with AbsentIsMiss %s", got, caps, repro(t))
 	}
 	s, _ = broken.Lookup(string(broken.UnregisterLies))
-	got := s.Config(memdriver.Config{Faults: memdriver.FaultMix{UnregisterFail: 0.9, RowFault: 0.1}}).Faults
+	got := s.Reference(memdriver.Config{Faults: memdriver.FaultMix{UnregisterFail: 0.9, RowFault: 0.1}}).Faults
 	if want := (memdriver.FaultMix{UnregisterFail: 0.9, RowFault: 0.1}); got != want {
 		t.Errorf("raised mix = %v, want %v %s", got, want, repro(t))
 	}
-	got = s.Config(memdriver.Config{Faults: memdriver.FaultMix{RowFault: 0.1}}).Faults
+	got = s.Reference(memdriver.Config{Faults: memdriver.FaultMix{RowFault: 0.1}}).Faults
 	if want := (memdriver.FaultMix{UnregisterFail: s.Provoke.UnregisterFail, RowFault: 0.1}); got != want {
 		t.Errorf("raised mix = %v, want %v %s", got, want, repro(t))
 	}

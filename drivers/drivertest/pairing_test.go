@@ -33,7 +33,7 @@ func TestPairing(t *testing.T) {
 			rep := Certify(Registered(s.RegistryName()), opts)
 			failed := rep.Failed()
 			if rep.Certified {
-				t.Fatalf("%s (plants %q, breaks %s) was certified (repro: %s)", s.Name, s.Fault, s.Rule, reproOf(t))
+				t.Fatalf("%s (%s, breaks %s) was certified (repro: %s)", s.Name, s.Fault, s.Rule, reproOf(t))
 			}
 			if !slices.Contains(failed, s.Rule.String()) && (s.Alt == 0 || !slices.Contains(failed, s.Alt.String())) {
 				t.Fatalf("%s breaks %s, but the suite failed only %v (gaps %v) (repro: %s)", s.Name, s.Rule, failed, rep.Gaps, reproOf(t))

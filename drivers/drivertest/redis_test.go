@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/storesim/storesim/broken/redisbroken"
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/redisdriver"
 )
@@ -33,12 +34,16 @@ func TestRedisRealTime(t *testing.T) {
 	}
 	defer raw.Close()
 	var n atomic.Int64
-	harness := func(plant string) Harness {
-		prefix := fmt.Sprintf("storesim-drivertest-%d-%s/", os.Getpid(), plant)
+	harness := func(bug redisbroken.Name) Harness {
+		prefix := fmt.Sprintf("storesim-drivertest-%d-%s/", os.Getpid(), bug)
 		return Harness{
-			Name: "redis" + plant, RealTime: true, ExternalStore: true,
+			Name: "redis" + string(bug), RealTime: true, ExternalStore: true,
 			New: func(env Env) (drivers.Driver, error) {
-				return redisdriver.New(redisdriver.Config{Addr: addr, Prefix: prefix, Caps: env.Caps, Plant: plant})
+				cfg := redisdriver.Config{Addr: addr, Prefix: prefix, Caps: env.Caps}
+				if bug == "" {
+					return redisdriver.New(cfg)
+				}
+				return redisbroken.New(bug, cfg)
 			},
 			MakeAbsent: func(key string) error {
 				n.Add(1)
@@ -55,15 +60,13 @@ func TestRedisRealTime(t *testing.T) {
 		t.Fatalf("redis in real time: failed %v, %d keys made absent:\n%s(repro: scripts/with-redis.sh go test ./drivers/drivertest -run '^TestRedisRealTime$')", rep.Failed(), n.Load(), rep.Table())
 	}
 	t.Logf("\n%s", rep.Table())
-	// Its planted violations fail on their rules, in real time too.
-	for plant, rule := range map[string]string{
-		redisdriver.PlantOverwritesOnPublish: "D-SUB-4",
-		redisdriver.PlantMissAsFault:         "D-MISS-HONEST",
-		redisdriver.PlantWritesAfterReport:   "D-STATUS",
-	} {
-		rep := Certify(harness(plant), Options{Short: true, Rules: []string{rule}})
+	// The broken Redis drivers (package broken/redisbroken) fail on their
+	// rules, in real time too.
+	for _, bug := range redisbroken.Names() {
+		rule := bug.Rule()
+		rep := Certify(harness(bug), Options{Short: true, Rules: []string{rule}})
 		if !slices.Contains(rep.Failed(), rule) {
-			t.Errorf("redis with plant %s: want %s failed, got %v (repro: scripts/with-redis.sh go test ./drivers/drivertest -run '^TestRedisRealTime$')", plant, rule, rep.Failed())
+			t.Errorf("broken redis driver %s: want %s failed, got %v (repro: scripts/with-redis.sh go test ./drivers/drivertest -run '^TestRedisRealTime$')", bug, rule, rep.Failed())
 		}
 	}
 }

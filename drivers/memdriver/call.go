@@ -1,7 +1,6 @@
 package memdriver
 
 import (
-	"slices"
 	"time"
 
 	"github.com/storesim/storesim/drivers"
@@ -32,10 +31,6 @@ type call struct {
 	delivered uint64 // version seen by the last callback that returned
 	running   bool   // a callback is running
 	listed    bool   // queued in d.toWake
-
-	// Plant plumbing (package broken only; see planted.go).
-	abandoned bool // BlockingCancel: finished inline; scheduled steps do nothing
-	plantDue  bool // EarlySignal: the early signal is scheduled
 }
 
 // plan is the call's fault plan, drawn at Submit.
@@ -75,12 +70,6 @@ func (d *Driver) newCall(b drivers.RowBatch, onChange func()) *call {
 		regions: make([]drivers.Region, len(b.Rows)),
 		results: make([]drivers.Status, len(b.Rows)),
 		rs:      make([]rowState, len(b.Rows)),
-	}
-	if d.plant == "AcceptsRepeatedKey" { // one slot per key (D-BATCH-KEYS)
-		keyedSlots(c.rows)
-	}
-	if d.plant == "SignalAfterShutdown" {
-		d.lastSubmitted = c
 	}
 	for i, r := range c.rows {
 		bd := d.bindings[r.Handle]
@@ -209,9 +198,6 @@ func (d *Driver) startRow(c *call, i int) {
 			if !d.caps.AbsentIsMiss && !selfEvicted {
 				rs.final = drivers.Fault
 			}
-			if d.plant == "TouchesOnMiss" && rs.final == drivers.Miss { // a MISS that writes the slot (D-STATUS)
-				rs.data = make([]byte, reg.SlotBytes)
-			}
 		case len(obj) != reg.SlotBytes:
 			rs.final = drivers.Fault // size mismatch; the bytes written stay inside the slot
 			rs.data = obj[:min(len(obj), reg.SlotBytes)]
@@ -232,6 +218,11 @@ func (d *Driver) startRow(c *call, i int) {
 		rs.final = drivers.Fault // a transport error after some (maybe all) bytes
 		rs.limit = d.rFault.Intn(rs.limit + 1)
 	}
+	if h := d.hooks; h != nil && h.Row != nil {
+		p := RowPlan{Call: c.id, Row: i, Dir: c.dir, Key: row.Key, SlotBytes: reg.SlotBytes, Status: rs.final, Data: rs.data, Limit: rs.limit}
+		h.Row(&p)
+		rs.final, rs.data, rs.limit = p.Status, p.Data, p.Limit
+	}
 	if rs.limit == 0 {
 		d.finishTransfer(c, i)
 		d.unlockAndWake()
@@ -247,7 +238,7 @@ func (d *Driver) startRow(c *call, i int) {
 // and row. The mutex is not held while memory is touched.
 func (d *Driver) moveChunk(c *call, i int) {
 	d.mu.Lock()
-	if d.shut || c.abandoned {
+	if d.shut {
 		d.mu.Unlock()
 		return
 	}
@@ -262,9 +253,6 @@ func (d *Driver) moveChunk(c *call, i int) {
 		err = reg.Mem.Write(by, off, rs.data[lo:hi])
 	} else {
 		err = reg.Mem.Read(by, off, rs.data[lo:hi])
-	}
-	if d.plant == "OutsideSlot" && c.dir == drivers.Fetch && err == nil && rs.next == rs.chunks-1 { // D-SUB-6
-		d.writeOutside(c, i)
 	}
 
 	d.mu.Lock()
@@ -295,20 +283,11 @@ func (d *Driver) moveChunk(c *call, i int) {
 func (d *Driver) finishTransfer(c *call, i int) {
 	rs := &c.rs[i]
 	rs.phase = rowDone
-	if d.plant == "TornPublish" && c.dir == drivers.Publish && rs.final == drivers.OK && rs.limit == len(rs.data) && d.tearPublish(c, i) { // D-SUB-5
-		return
-	}
 	if c.dir == drivers.Publish && rs.limit > 0 && rs.limit == len(rs.data) {
 		// A faulted publish that read everything may still land (D-STATUS).
 		if rs.final == drivers.OK || (rs.final == drivers.Fault && d.rFault.Chance(0.5)) {
-			if d.plant == "OverwritesOnPublish" && d.store.Has(c.rows[i].Key) { // replaces the first object (D-SUB-4)
-				d.store.evict(Origin{Driver: d.name, Call: c.id, Row: i}, c.rows[i].Key)
-			}
 			d.store.put(Origin{Driver: d.name, Call: c.id, Row: i}, c.rows[i].Key, rs.data)
 		}
-	}
-	if d.plant == "ShortReadOK" && c.dir == drivers.Fetch && rs.final == drivers.Fault && len(rs.data) > 0 && rs.limit == len(rs.data) && len(rs.data) < c.regions[i].SlotBytes { // D-STATUS
-		rs.final = drivers.OK // a short object, read whole, reported OK
 	}
 	if !c.plan.wrongLength {
 		d.completeRow(c, i, rs.final)
@@ -325,7 +304,7 @@ func (d *Driver) finishTransfer(c *call, i int) {
 // lateWrite writes row i's object into its slot again, whole.
 func (d *Driver) lateWrite(c *call, i int) {
 	d.mu.Lock()
-	if d.shut || c.abandoned {
+	if d.shut {
 		d.mu.Unlock()
 		return
 	}
@@ -405,9 +384,6 @@ func (d *Driver) maybeEnd(c *call) {
 		d.maybeEnd(c)
 	default:
 		d.setAccess(c, drivers.AccessEnded)
-		if d.plant == "LiesAboutAccess" { // a write after ENDED (D-ACCESS-END)
-			d.writeAfterEnd(c)
-		}
 	}
 }
 
@@ -432,18 +408,14 @@ func (d *Driver) settle(c *call) {
 // completeRow sets row i's final result once (D-STATUS, D-CB-3). Caller
 // holds d.mu.
 func (d *Driver) completeRow(c *call, i int, st drivers.Status) {
-	if c.results[i].Final() {
-		if d.plant == "RegressingResult" && st != c.results[i] { // a final result changes (D-CB-3)
-			c.results[i] = st
-			d.changed(c)
-		}
+	was := c.results[i]
+	if h := d.hooks; h != nil && h.Result != nil {
+		st = h.Result(RowResult{Call: c.id, Row: i, Dir: c.dir, Was: was, Status: st})
+	} else if was.Final() {
 		return
 	}
-	if d.plant == "MissAsFault" && c.dir == drivers.Fetch && st == drivers.Miss { // D-MISS-HONEST
-		st = drivers.Fault
-	}
-	if d.plant == "FaultAsMiss" && c.dir == drivers.Fetch && st == drivers.Fault { // D-MISS-HONEST
-		st = drivers.Miss
+	if was.Final() && st == was {
+		return
 	}
 	c.results[i] = st
 	d.changed(c)
@@ -452,12 +424,9 @@ func (d *Driver) completeRow(c *call, i int, st drivers.Status) {
 // setAccess moves c's access along D-ACCESS only; ENDED frees the call's
 // regions for closing (D-REG-6). Caller holds d.mu.
 func (d *Driver) setAccess(c *call, a drivers.Access) {
-	if d.plant == "ForgetsUnprovable" && a == drivers.AccessUnprovable && c.stopped && c.plan.errorAfterAt > 0 && c.steps >= c.plan.errorAfterAt {
-		a = drivers.AccessEnded // a client error mid-transfer reported as ENDED (D-ACCESS)
-	}
-	if d.plant == "EarlySignal" && a == drivers.AccessEnded && c.access != a { // signal first, change later (D-CB-1)
-		d.signalEarly(c)
-		return
+	if h := d.hooks; h != nil && h.Access != nil {
+		a = h.Access(AccessChange{Call: c.id, From: c.access, To: a,
+			ClientError: c.stopped && c.plan.errorAfterAt > 0 && c.steps >= c.plan.errorAfterAt})
 	}
 	if c.access == a || !c.access.CanBecome(a) {
 		return
@@ -508,12 +477,6 @@ func (d *Driver) runNotify(c *call) {
 		d.mu.Unlock() // Shutdown runs every owed callback itself
 		return
 	}
-	if d.plant == "LostWakeup" && c.told() { // the final change is never told (D-CB-2)
-		c.delivered = c.version
-		d.retire(c)
-		d.mu.Unlock()
-		return
-	}
 	if c.delivered == c.version || c.onChange == nil {
 		c.delivered = c.version
 		d.retire(c)
@@ -521,13 +484,6 @@ func (d *Driver) runNotify(c *call) {
 		return
 	}
 	v := c.version
-	if d.plant == "SignalUnderLock" { // onChange runs with d.mu held (D-CB-4)
-		c.onChange()
-		c.delivered = max(c.delivered, v)
-		d.retire(c)
-		d.mu.Unlock()
-		return
-	}
 	c.running = true
 	d.inCallback++
 	d.mu.Unlock()
@@ -565,14 +521,7 @@ func (h *callHandle) ID() drivers.CallID { return h.c.id }
 func (h *callHandle) Results() []drivers.Status {
 	h.d.mu.Lock()
 	defer h.d.mu.Unlock()
-	res := append([]drivers.Status(nil), h.c.results...)
-	if h.d.plant == "ShortAnswer" { // one result fewer than rows (D-STATUS)
-		res = res[:len(res)-1]
-	}
-	if h.d.plant == "ReorderedAnswer" { // results in reverse row order (D-STATUS)
-		slices.Reverse(res)
-	}
-	return res
+	return append([]drivers.Status(nil), h.c.results...)
 }
 
 // Access implements drivers.Call (D-ACCESS).
@@ -593,10 +542,6 @@ func (h *callHandle) Cancel() drivers.CancelResult {
 		d.mu.Unlock()
 		return drivers.CancelUnsupported
 	}
-	if d.plant == "BlockingCancel" && d.finishInline(c) { // the transfer is done inside Cancel (D-CAN-1)
-		d.unlockAndWake()
-		return drivers.CancelRequested
-	}
 	done := true
 	for i := range c.rows {
 		if !c.results[i].Final() {
@@ -610,8 +555,10 @@ func (h *callHandle) Cancel() drivers.CancelResult {
 		d.mu.Unlock()
 		return drivers.CancelAlreadyDone
 	}
-	if d.plant == "CancelClaimsEnded" { // access ENDED at once, transfers still in flight (D-CAN-2)
-		d.setAccess(c, drivers.AccessEnded)
+	if h := d.hooks; h != nil && h.Access != nil {
+		if a := h.Access(AccessChange{Call: c.id, From: c.access, To: c.access, Cancel: true}); a != c.access {
+			d.setAccess(c, a)
+		}
 	}
 	d.rt.After(0, d.lblSettle, func() { d.settle(c) })
 	d.unlockAndWake()

@@ -8,6 +8,16 @@
 // conforming: every rule of the project's SPEC.md §2 is kept at one clear
 // spot that cites its id.
 //
+// # Test seam
+//
+// No broken behaviour lives here. Package broken wraps these drivers (their
+// calls, callbacks and region memory) and, where its bug's moment lies
+// inside a transfer step or under the driver's lock, sets [Hooks]
+// (Config.Hooks): a handful of optional functions called at the decision
+// points Submit (Batch), row planning (Row), row completion (Result),
+// access evidence (Access) and the registration rules (Waive). Hooks are nil
+// in normal use, and a nil hook changes nothing.
+//
 // # Asynchrony
 //
 // A driver never completes work inline. Submit validates the batch

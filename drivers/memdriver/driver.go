@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim"
 )
 
@@ -41,8 +42,9 @@ type Config struct {
 	// StepDelay bounds the virtual time of one transfer step; zero means
 	// [DefaultStepDelay].
 	StepDelay time.Duration
-	// Plant is for package broken only (see [Plant]).
-	Plant Plant
+	// Hooks is the test seam package broken cuts its broken drivers with
+	// (see [Hooks]); nil in normal use.
+	Hooks *Hooks
 	_     struct{}
 }
 
@@ -57,7 +59,7 @@ type Driver struct {
 	caps   drivers.Capabilities
 	mix    FaultMix
 	step   time.Duration
-	plant  Plant
+	hooks  *Hooks
 	cfgErr error
 
 	lblBegin, lblRow, lblChunk, lblLate, lblSettle, lblProof, lblTimeout, lblWake string
@@ -78,10 +80,6 @@ type Driver struct {
 	quarantine string // why; "" when not quarantined (D-QUAR)
 	inCallback int
 	toWake     []*call
-
-	// Plant plumbing (package broken only; see planted.go).
-	closedRegions map[drivers.Handle]drivers.Region // CloseByAddress
-	lastSubmitted *call                             // SignalAfterShutdown
 }
 
 var _ drivers.Driver = (*Driver)(nil)
@@ -110,7 +108,7 @@ type binding struct {
 func New(rt sim.Runtime, store *Store, cfg Config) *Driver {
 	d := &Driver{
 		rt: rt, store: store, name: cfg.Name, caps: cfg.Caps, mix: cfg.Faults,
-		step: cfg.StepDelay, plant: cfg.Plant,
+		step: cfg.StepDelay, hooks: cfg.Hooks,
 		bindings: map[drivers.Handle]*binding{},
 		calls:    map[drivers.CallID]*call{},
 		stale:    map[string]bool{},
@@ -175,7 +173,7 @@ func (d *Driver) refuseRegistration() error {
 	switch {
 	case d.cfgErr != nil:
 		return fmt.Errorf("%w: %w", drivers.ErrRegistrationRefused, d.cfgErr)
-	case d.shut:
+	case d.shut && (d.quarantine != "" || !d.hooks.waive(rules.DReg5, 0)):
 		return refused("driver %q is shut down (D-REG-5)", d.name)
 	case d.quarantine != "":
 		return refused("driver %q is quarantined: %s (D-QUAR)", d.name, d.quarantine)
@@ -192,7 +190,7 @@ func (d *Driver) checkOverlap(regions ...drivers.Region) error {
 			switch {
 			case r.Label == b.region.Label:
 				return refused("region %q: label already registered (D-REG-1)", r.Label)
-			case r.Overlaps(b.region) && d.plant != "AcceptsOverlap": // AcceptsOverlap: overlap not checked (D-REG-1)
+			case r.Overlaps(b.region) && !d.hooks.waive(rules.DReg1, 0):
 				return refused("region %q overlaps registered region %q (D-REG-1)", r.Label, b.region.Label)
 			}
 		}
@@ -221,7 +219,7 @@ func (d *Driver) reserve(r drivers.Region) *binding {
 // Register implements drivers.Driver (D-REG-1, D-REG-2, D-REG-5, D-QUAR).
 func (d *Driver) Register(r drivers.Region) (drivers.Handle, error) {
 	d.mu.Lock()
-	if err := d.refuseRegistration(); err != nil && !d.registersAfterShutdown() {
+	if err := d.refuseRegistration(); err != nil {
 		d.mu.Unlock()
 		return 0, err
 	}
@@ -245,11 +243,11 @@ func (d *Driver) Register(r drivers.Region) (drivers.Handle, error) {
 	defer d.mu.Unlock()
 	switch {
 	case storeRefuses:
-		if d.plant != "LeakyRegisterFailure" { // LeakyRegisterFailure: the binding stays (D-REG-2)
+		if !d.hooks.waive(rules.DReg2, 0) {
 			delete(d.bindings, b.h) // D-REG-2: nothing stays registered
 		}
 		return 0, refused("store refused region %q", r.Label)
-	case d.shut && d.plant != "RegistersAfterShutdown": // RegistersAfterShutdown: not undone (D-REG-5)
+	case d.shut && !d.hooks.waive(rules.DReg5, 0):
 		delete(d.bindings, b.h) // D-REG-5: undone
 		return 0, refused("shutdown raced the registration of region %q (D-REG-5)", r.Label)
 	}
@@ -263,9 +261,6 @@ func (d *Driver) Unregister(h drivers.Handle) error {
 	defer d.mu.Unlock()
 	b, ok := d.bindings[h]
 	if !ok || b.state != bindLive {
-		if d.plant == "CloseByAddress" { // closes by memory, not by handle (D-REG-3)
-			return d.closeByAddress(h)
-		}
 		return nil // D-REG-3: stale or unknown handle; handles are never reused
 	}
 	return d.closeOne(b)
@@ -275,19 +270,13 @@ func (d *Driver) Unregister(h drivers.Handle) error {
 // an unregister fault with the binding still live (D-REG-4). Caller holds
 // d.mu.
 func (d *Driver) closeOne(b *binding) error {
-	if b.users > 0 && d.plant != "UnregistersBusy" { // UnregistersBusy: closes it anyway (D-REG-6)
+	if b.users > 0 && !d.hooks.waive(rules.DReg6, 0) {
 		return fmt.Errorf("%w: region %q is named by %d call(s) whose access is not ENDED (D-REG-6)", drivers.ErrBusy, b.region.Label, b.users)
 	}
 	if b.stuck || d.rReg.Chance(d.mix.UnregisterFail) {
-		if d.plant == "UnregisterLies" { // the failure is swallowed; the binding stays live (D-REG-4)
-			return nil
-		}
 		return fmt.Errorf("%w: region %q stays registered; close it again (D-REG-4)", drivers.ErrUnregisterFailed, b.region.Label)
 	}
 	delete(d.bindings, b.h)
-	if d.plant == "CloseByAddress" {
-		d.rememberClosed(b)
-	}
 	return nil
 }
 
@@ -309,9 +298,6 @@ func (d *Driver) Contains(ctx context.Context, keys []string) ([]bool, error) {
 		return nil, fmt.Errorf("%w: %w: driver %q is shut down", drivers.ErrLookupFailed, drivers.ErrClosed, d.name)
 	case d.rLook.Chance(d.mix.LookupError):
 		// D-LOOK-2: an outage or a wrong-length answer is an error, never "absent".
-		if d.plant == "LookupOutageAsAbsent" { // the outage answered as "absent" (D-LOOK-2)
-			return make([]bool, len(keys)), nil
-		}
 		if d.rLook.Chance(0.5) {
 			return nil, fmt.Errorf("%w: store outage (injected)", drivers.ErrLookupFailed)
 		}
@@ -340,7 +326,11 @@ func (d *Driver) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, erro
 	case d.quarantine != "":
 		return nil, fmt.Errorf("%w: driver %q is quarantined: %s (D-QUAR)", drivers.ErrClosed, d.name, d.quarantine)
 	}
-	if err := d.validate(b); err != nil {
+	check, move := b, b
+	if h := d.hooks; h != nil && h.Batch != nil {
+		check, move = h.Batch(b)
+	}
+	if err := d.validate(check); err != nil {
 		return nil, err
 	}
 	if d.rFault.Chance(d.mix.SubmitReject) {
@@ -349,7 +339,7 @@ func (d *Driver) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, erro
 	if d.rFault.Chance(d.mix.SubmitError) {
 		return nil, fmt.Errorf("driver %q: %w (injected; D-SUB-2: treat the rows as UNPROVABLE)", d.name, errTransport)
 	}
-	c := d.newCall(b, onChange)
+	c := d.newCall(move, onChange)
 	d.rt.After(d.delay(c), d.lblBegin, func() { d.begin(c) })
 	return &callHandle{d, c}, nil
 }
@@ -358,12 +348,6 @@ func (d *Driver) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, erro
 // live registrations (D-BATCH-VALID, D-BATCH-KEYS) before any access.
 // Caller holds d.mu.
 func (d *Driver) validate(b drivers.RowBatch) error {
-	if d.plant == "MaxRowsOffByOne" && len(b.Rows) == d.caps.MaxRowsPerOp { // declares N, refuses N ("capabilities")
-		return fmt.Errorf("%w: %d rows: the transport takes at most %d", drivers.ErrInvalidSubmission, len(b.Rows), d.caps.MaxRowsPerOp-1)
-	}
-	if d.plant == "AcceptsRepeatedKey" { // repeated keys pass (D-BATCH-KEYS)
-		b = distinctKeys(b)
-	}
 	return b.Validate(d.caps, d.liveRegion)
 }
 
@@ -387,9 +371,6 @@ func (d *Driver) Drain() drivers.DrainStatus {
 		if !c.access.Evidenced() || c.delivered < c.version || c.running {
 			pending = append(pending, c.id)
 		}
-	}
-	if d.plant == "DrainLies" { // Done although calls are pending (D-DRAIN-1)
-		return drivers.DrainStatus{Done: true}
 	}
 	return drivers.DrainStatus{Done: len(pending) == 0, Pending: pending}
 }
@@ -434,10 +415,6 @@ func (d *Driver) Shutdown(ctx context.Context) []string {
 		}
 		c.delivered = c.version
 	}
-	var late func()
-	if d.plant == "SignalAfterShutdown" { // one callback is run after Shutdown returned (D-CB-5)
-		owed, late = d.holdBackCallback(owed)
-	}
 	d.mu.Unlock()
 	for _, c := range owed {
 		c.onChange() // D-CB-2 for the changes above; before we return (D-CB-5)
@@ -474,12 +451,6 @@ func (d *Driver) Shutdown(ctx context.Context) []string {
 				delete(d.bindings, b.h)
 			}
 		}
-	}
-	if late != nil {
-		d.rt.After(0, d.lblWake, late)
-	}
-	if d.plant == "SilentShutdown" { // nothing reported held (D-SHUT-1)
-		return nil
 	}
 	return labels
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim"
 )
 
@@ -86,7 +87,7 @@ func (d *Driver) rollback(pieces []*binding, failed string) error {
 	var doubt []string
 	for i := len(pieces) - 1; i >= 0; i-- {
 		b := pieces[i]
-		if i == 0 && d.plant == "LeakyRegisterFailure" { // the first piece is never closed, yet nothing is in doubt (D-TOG-1)
+		if d.hooks.waive(rules.DTog1, i) {
 			continue
 		}
 		if d.rReg.Chance(d.mix.RollbackFail) {

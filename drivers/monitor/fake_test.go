@@ -15,7 +15,7 @@ import (
 	"github.com/storesim/storesim/sim"
 )
 
-// bugs are the planted faults of the fake driver; the zero value conforms.
+// bugs are the faults the fake driver can be given; the zero value conforms.
 // Each one breaks exactly one rule the monitor must catch.
 type bugs struct {
 	LostWakeup, EarlySignal, UnderLock, AfterShutdown, Regress, AccessBack    bool

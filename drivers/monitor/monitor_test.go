@@ -307,11 +307,11 @@ var (
 		fullSize, registering, staleClose, staleBlind, failedClose, failedBlind, together, quarantine, truth}
 )
 
-// ruleCases: each row plants one bug in the fake and names the rule the
+// ruleCases: each row puts one bug in the fake and names the rule the
 // monitor must report for it (SPEC §7 broken drivers by name where one
 // exists).
 type ruleCase struct {
-	name string   // the planted bug (a SPEC §7 broken driver where one exists)
+	name string   // the bug (a SPEC §7 broken driver where one exists)
 	rule rules.ID // the rule the monitor must report
 	sc   scenario
 	bug  func(*bugs)
@@ -419,7 +419,7 @@ func TestConforming(t *testing.T) {
 	}
 }
 
-// TestEveryRuleCanFire: each rule the monitor reports has a planted bug.
+// TestEveryRuleCanFire: each rule the monitor reports has a bug of the fake that fires it.
 func TestEveryRuleCanFire(t *testing.T) {
 	for _, r := range Rules() {
 		if !slices.ContainsFunc(ruleCases, func(c ruleCase) bool { return c.rule == r }) {

@@ -168,22 +168,6 @@ func (c *call) finish(panicked bool) {
 	d.mu.Unlock()
 }
 
-// signal runs onChange for an intermediate change, unless Shutdown has
-// begun forbidding callbacks (D-CB-5).
-func (c *call) signal() {
-	d := c.d
-	d.mu.Lock()
-	fire := !d.shut && !c.abandoned
-	if fire {
-		d.cbs.Add(1)
-	}
-	d.mu.Unlock()
-	if fire {
-		defer d.cbs.Done()
-		c.onChange()
-	}
-}
-
 func (d *Driver) forgetLocked(c *call) {
 	if c.settled && c.access == drivers.AccessEnded {
 		delete(d.calls, c.id)
@@ -308,12 +292,6 @@ func publishStatus(r rueidis.RedisResult) drivers.Status {
 
 func (d *Driver) setCmd(key, val string) rueidis.Completed {
 	s := d.client.B().Set().Key(key).Value(val)
-	if d.cfg.Plant == PlantOverwritesOnPublish {
-		if d.cfg.TTL > 0 {
-			return s.Px(d.cfg.TTL).Build()
-		}
-		return s.Build()
-	}
 	if d.cfg.TTL > 0 {
 		return s.Nx().Px(d.cfg.TTL).Build()
 	}
@@ -354,9 +332,6 @@ func (c *call) fetch(ctx context.Context) {
 			st = drivers.Fault // wrong size: slot untouched, FAULT (D-STATUS)
 		case rueidis.IsRedisNil(err):
 			st = drivers.Miss // absent: slot untouched (D-MISS-HONEST)
-			if d.cfg.Plant == PlantMissAsFault {
-				st = drivers.Fault
-			}
 		case c.ctx.Err() != nil:
 			// Cancelled (Cancel or Shutdown): the slot is untouched and a GET
 			// changes nothing in the store, so the row never started.
@@ -390,15 +365,6 @@ func (c *call) writeRow(i int, val []byte) {
 	}
 	d.mu.Unlock()
 	reg := c.regions[i]
-	if d.cfg.Plant == PlantWritesAfterReport {
-		// Planted bug: report the row (and signal it), then write the slot.
-		d.mu.Lock()
-		c.results[i] = drivers.OK
-		d.mu.Unlock()
-		c.signal()
-		_ = reg.Mem.Write(drivers.Toucher{Call: c.id, Row: i}, reg.SlotOffset(c.rows[i].Slot), val)
-		return
-	}
 	st := drivers.OK
 	if err := reg.Mem.Write(drivers.Toucher{Call: c.id, Row: i}, reg.SlotOffset(c.rows[i].Slot), val); err != nil {
 		st = drivers.Fault // slot contents undefined

@@ -69,6 +69,7 @@
 //
 // # Broken variants
 //
-// Config.Plant turns on one planted contract violation, for certifying that
-// the conformance suite catches it (SPEC §7 analogues): see [Plants].
+// Nothing here is broken on purpose. The broken Redis drivers that prove
+// the conformance suite catches a real driver's violations (SPEC §7
+// analogues) are wrappers around this driver in package broken/redisbroken.
 package redisdriver

@@ -46,10 +46,7 @@ type Config struct {
 	// Timeout, when > 0, bounds every call and lookup: a call still waiting
 	// for the server after Timeout reports FAULT for the rows without answer.
 	Timeout time.Duration
-	// Plant turns on one planted contract violation (see Plants); "" is the
-	// correct driver.
-	Plant string
-	_     struct{}
+	_       struct{}
 }
 
 // Driver is the Redis driver. Create it with New; all methods are safe from
@@ -94,8 +91,6 @@ func New(cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("%w: TTL %v below 1ms (Redis PX granularity)", ErrConfig, cfg.TTL)
 	case cfg.Timeout < 0:
 		return nil, fmt.Errorf("%w: Timeout %v < 0", ErrConfig, cfg.Timeout)
-	case cfg.Plant != "" && !slices.Contains(Plants(), cfg.Plant):
-		return nil, fmt.Errorf("%w: unknown Plant %q (known: %s)", ErrConfig, cfg.Plant, strings.Join(Plants(), ", "))
 	}
 	if err := caps.Check(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)

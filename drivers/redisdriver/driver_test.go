@@ -36,7 +36,6 @@ func TestConfig(t *testing.T) {
 		{"negative-ttl", Config{Addr: "x:1", TTL: -time.Second}, ErrConfig},
 		{"sub-ms-ttl", Config{Addr: "x:1", TTL: time.Microsecond}, ErrConfig},
 		{"negative-timeout", Config{Addr: "x:1", Timeout: -1}, ErrConfig},
-		{"unknown-plant", Config{Addr: "x:1", Plant: "Nope"}, ErrConfig},
 		{"bad-caps", Config{Addr: "x:1", Caps: drivers.Capabilities{CanFetch: true}}, drivers.ErrInvalidCapabilities},
 		{"unreachable", Config{Addr: closedAddr}, nil},
 	} {

@@ -258,7 +258,7 @@ func (g *gateMem) Read(by drivers.Toucher, off int, p []byte) error {
 
 func (g *gateMem) Write(by drivers.Toucher, off int, p []byte) error {
 	if g.panics {
-		panic("gateMem: planted panic in a slot write")
+		panic("gateMem: a panic in a slot write")
 	}
 	g.entered <- struct{}{}
 	<-g.release

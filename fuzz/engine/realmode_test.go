@@ -13,6 +13,7 @@ import (
 	"github.com/redis/rueidis"
 	"go.uber.org/goleak"
 
+	"github.com/storesim/storesim/broken/redisbroken"
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
 	"github.com/storesim/storesim/drivers/redisdriver"
@@ -45,15 +46,19 @@ func redisAddr(t *testing.T) string {
 
 // redisReal is the Redis RealDriver of one run, as `storesim run --driver
 // redis://…` builds it: a fresh key prefix per run, every endpoint's driver
-// on it (with the endpoint's capabilities and the plant), and a cleanup
-// that flushes the prefix.
-func redisReal(t *testing.T, addr string, seed uint64, plant string) (RealDriver, string) {
+// on it (with the endpoint's capabilities; the broken Redis driver bug when
+// bug is set), and a cleanup that flushes the prefix.
+func redisReal(t *testing.T, addr string, seed uint64, bug redisbroken.Name) (RealDriver, string) {
 	t.Helper()
 	prefix := fmt.Sprintf("storesim-run/%d/%d/", seed, time.Now().UnixNano())
 	return RealDriver{
 		Name: "redis://" + addr,
 		New: func(_ string, env registry.Env) (drivers.Driver, error) {
-			return redisdriver.New(redisdriver.Config{Addr: addr, Prefix: prefix, Caps: env.Caps, Plant: plant})
+			cfg := redisdriver.Config{Addr: addr, Prefix: prefix, Caps: env.Caps}
+			if bug == "" {
+				return redisdriver.New(cfg)
+			}
+			return redisbroken.New(bug, cfg)
 		},
 		Cleanup: func(ctx context.Context) error {
 			admin, err := redisdriver.New(redisdriver.Config{Addr: addr, Prefix: prefix})
@@ -113,13 +118,13 @@ func TestRunRealRedis(t *testing.T) {
 	t.Logf("6 seeds: %d attempts, %d delivered, %d row operations checked", attempts, delivered, rows)
 }
 
-// TestRunRealRedisPlant: the Redis driver planted to report a FETCH row OK
-// before writing its slot fails on the memory oracle's D-STATUS rule (a
+// TestRunRealRedisBroken: the broken Redis driver that reports a FETCH row
+// OK before writing its slot fails on the memory oracle's D-STATUS rule (a
 // slot written after its row was reported) within a few seeds.
-func TestRunRealRedisPlant(t *testing.T) {
+func TestRunRealRedisBroken(t *testing.T) {
 	addr := redisAddr(t)
 	for seed := range uint64(10) {
-		rd, _ := redisReal(t, addr, seed, redisdriver.PlantWritesAfterReport)
+		rd, _ := redisReal(t, addr, seed, redisbroken.WritesAfterReport)
 		res := RunReal(Plan(seed, Config{Profile: Calm}), Config{Profile: Calm}, rd)
 		for _, f := range res.Failures {
 			if f.Rule == rules.DStatus && strings.Contains(f.Detail, "written after the report") {
@@ -134,7 +139,7 @@ func TestRunRealRedisPlant(t *testing.T) {
 			t.Fatalf("seed %d: %s, want a D-STATUS failure:\n%s%s", seed, res.Verdict, report(res), realRepro(t))
 		}
 	}
-	t.Fatalf("plant %s: no seed of 10 failed with D-STATUS %s", redisdriver.PlantWritesAfterReport, realRepro(t))
+	t.Fatalf("broken redis driver %s: no seed of 10 failed with D-STATUS %s", redisbroken.WritesAfterReport, realRepro(t))
 }
 
 // memReal is the reference memory driver on the real runtime: RunReal

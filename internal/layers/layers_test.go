@@ -30,7 +30,8 @@ var layer = map[string]int{
 	"drivers/memdriver":   1,
 	"drivers/redisdriver": 1,
 
-	"broken": 2,
+	"broken":             2,
+	"broken/redisbroken": 2,
 
 	"model":                     3,
 	"model/lender":              3,
