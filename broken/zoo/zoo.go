@@ -124,6 +124,8 @@ var Bugs = []Bug{
 		Trips: []rules.ID{rules.LiveHang}},
 	{Name: "reap_on_admit_only", Breaks: rules.BBound, What: "the in-flight slots of calls that reached evidence are freed only by a clean-up that runs when a new view is admitted, never from the change callback, so queued batches wait for the next admission",
 		Trips: []rules.ID{rules.BProgress, rules.BBound}},
+	{Name: "success_overwrites_fault", Breaks: rules.BFetch, What: "a FAULT row only sets the attempt's status, which the next batch that completes overwrites: the failure is forgotten and the attempt Delivered",
+		Trips: []rules.ID{rules.BFetch, rules.BPublish, rules.BModel}},
 	{Name: "indoubt_ignored", Breaks: rules.SHold, What: "an in-doubt registration is treated as refused, so its regions are never reported",
 		Blind: "the reference model requires region:<label>:in-doubt for every in-doubt region (B-SHUT), but the memory drivers label their own in-doubt regions at shutdown, and the union hides the omission: the bug shows only when the driver closed the region itself (about 1 seed in 170)"},
 	{Name: "bindings_dropped", Breaks: rules.BShut, What: "earlier bindings are forgotten when a later registration fails",
