@@ -128,6 +128,8 @@ var Bugs = []Bug{
 		Trips: []rules.ID{rules.BFetch, rules.BPublish, rules.BModel}},
 	{Name: "ended_at_last_batch", Breaks: rules.BAccess, What: "an attempt's access is ENDED as soon as its last batch's access is (ended or dropped), although earlier batches' calls may still write their slots",
 		Trips: []rules.ID{rules.SNoLateAccess, rules.SRelease, rules.SLin, rules.BAccess}},
+	{Name: "failed_fetch_delivered", Breaks: rules.BFetch, What: "a fetch that fails after some rows arrived is committed Delivered with those rows, as if the load had succeeded",
+		Trips: []rules.ID{rules.BFetch, rules.BModel, rules.SMarks}},
 	{Name: "indoubt_ignored", Breaks: rules.SHold, What: "an in-doubt registration is treated as refused, so its regions are never reported",
 		Blind: "the reference model requires region:<label>:in-doubt for every in-doubt region (B-SHUT), but the memory drivers label their own in-doubt regions at shutdown, and the union hides the omission: the bug shows only when the driver closed the region itself (about 1 seed in 170)"},
 	{Name: "bindings_dropped", Breaks: rules.BShut, What: "earlier bindings are forgotten when a later registration fails",
