@@ -132,6 +132,8 @@ var Bugs = []Bug{
 		Trips: []rules.ID{rules.BFetch, rules.BModel, rules.SMarks}},
 	{Name: "indoubt_ignored", Breaks: rules.SHold, What: "an in-doubt registration is treated as refused, so its regions are never reported",
 		Blind: "the reference model requires region:<label>:in-doubt for every in-doubt region (B-SHUT), but the memory drivers label their own in-doubt regions at shutdown, and the union hides the omission: the bug shows only when the driver closed the region itself (about 1 seed in 170)"},
+	{Name: "failed_reports_served", Breaks: rules.SMarks, What: "a Failed attempt's outcome carries the rows that arrived before the failure as served",
+		Blind: "S-MARKS is judged from the lender's marks, and the lender (like the reference model's served-set check) reads Served only from a Delivered outcome; nothing checks that a Failed or Cancelled outcome serves nothing, so a caller that marks rows from Served without reading State loads undefined slots"},
 	{Name: "bindings_dropped", Breaks: rules.BShut, What: "earlier bindings are forgotten when a later registration fails",
 		Trips: []rules.ID{rules.BShut}},
 	{Name: "submit_error_no_escape", Breaks: rules.DSub2, What: "a Submit error that is not a sentinel is taken as \"nothing escaped\"",
