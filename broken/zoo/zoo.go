@@ -134,6 +134,8 @@ var Bugs = []Bug{
 		Blind: "the reference model requires region:<label>:in-doubt for every in-doubt region (B-SHUT), but the memory drivers label their own in-doubt regions at shutdown, and the union hides the omission: the bug shows only when the driver closed the region itself (about 1 seed in 170)"},
 	{Name: "failed_reports_served", Breaks: rules.SMarks, What: "a Failed attempt's outcome carries the rows that arrived before the failure as served",
 		Blind: "S-MARKS is judged from the lender's marks, and the lender (like the reference model's served-set check) reads Served only from a Delivered outcome; nothing checks that a Failed or Cancelled outcome serves nothing, so a caller that marks rows from Served without reading State loads undefined slots"},
+	{Name: "stale_lookup_miss_served", Breaks: rules.BFetch, What: "a fetch row whose key was present at lookup but answered MISS (nothing read) is counted as served",
+		Blind: "the zoo hunts the default profile, a durable store, where a key present at lookup is never a MISS at fetch: stale lookups, row misses and evictions are injected only on the evicting store; the reference model's served-set check (B-FETCH) sees it there (storesim run --profile evicting --seeds 0:200 with the bug planted: 47 of 200 seeds fail B-FETCH)"},
 	{Name: "bindings_dropped", Breaks: rules.BShut, What: "earlier bindings are forgotten when a later registration fails",
 		Trips: []rules.ID{rules.BShut}},
 	{Name: "submit_error_no_escape", Breaks: rules.DSub2, What: "a Submit error that is not a sentinel is taken as \"nothing escaped\"",
