@@ -130,6 +130,8 @@ var Bugs = []Bug{
 		Trips: []rules.ID{rules.SNoLateAccess, rules.SRelease, rules.SLin, rules.BAccess}},
 	{Name: "failed_fetch_delivered", Breaks: rules.BFetch, What: "a fetch that fails after some rows arrived is committed Delivered with those rows, as if the load had succeeded",
 		Trips: []rules.ID{rules.BFetch, rules.BModel, rules.SMarks}},
+	{Name: "inflight_off_by_one", Breaks: rules.BBound, What: "the dispatch loop admits a call while in-flight <= MaxCallsInFlight, so MaxCallsInFlight+1 calls run at once",
+		Trips: []rules.ID{rules.BBound}},
 	{Name: "indoubt_ignored", Breaks: rules.SHold, What: "an in-doubt registration is treated as refused, so its regions are never reported",
 		Blind: "the reference model requires region:<label>:in-doubt for every in-doubt region (B-SHUT), but the memory drivers label their own in-doubt regions at shutdown, and the union hides the omission: the bug shows only when the driver closed the region itself (about 1 seed in 170)"},
 	{Name: "failed_reports_served", Breaks: rules.SMarks, What: "a Failed attempt's outcome carries the rows that arrived before the failure as served",
