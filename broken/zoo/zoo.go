@@ -138,6 +138,8 @@ var Bugs = []Bug{
 		Blind: "S-MARKS is judged from the lender's marks, and the lender (like the reference model's served-set check) reads Served only from a Delivered outcome; nothing checks that a Failed or Cancelled outcome serves nothing, so a caller that marks rows from Served without reading State loads undefined slots"},
 	{Name: "stale_lookup_miss_served", Breaks: rules.BFetch, What: "a fetch row whose key was present at lookup but answered MISS (nothing read) is counted as served",
 		Blind: "the zoo hunts the default profile, a durable store, where a key present at lookup is never a MISS at fetch: stale lookups, row misses and evictions are injected only on the evicting store; the reference model's served-set check (B-FETCH) sees it there (storesim run --profile evicting --seeds 0:200 with the bug planted: 47 of 200 seeds fail B-FETCH)"},
+	{Name: "lookup_short_as_absent", Breaks: rules.BFetch, What: "a lookup that answers fewer bools than keys, without an error, is accepted and the missing keys read as absent",
+		Blind: "no driver in the swarm answers a lookup of the wrong length without an error: the memory drivers report an injected wrong-length answer as ErrLookupFailed (D-LOOK-2), so the backend's own length check never runs; a swarm driver that returns short answers (like the drivers of package broken, but in the swarm) is missing"},
 	{Name: "bindings_dropped", Breaks: rules.BShut, What: "earlier bindings are forgotten when a later registration fails",
 		Trips: []rules.ID{rules.BShut}},
 	{Name: "submit_error_no_escape", Breaks: rules.DSub2, What: "a Submit error that is not a sentinel is taken as \"nothing escaped\"",
