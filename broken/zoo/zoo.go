@@ -80,7 +80,7 @@ var Bugs = []Bug{
 	{Name: "fold_stops_listening", Breaks: rules.BAccess, What: "a call is no longer observed once its results are folded, so later access evidence is lost",
 		Trips: []rules.ID{rules.LiveHang}},
 	{Name: "dropped_still_queued", Breaks: rules.BCancel, What: "dropped batches are marked dropped but left in the dispatch queue, so they still run",
-		Trips: []rules.ID{rules.BSubmit, rules.SRelease, rules.SNoLateAccess, rules.SLin, rules.BCut, rules.BAccess, rules.BCancel}},
+		Trips: []rules.ID{rules.BSubmit, rules.SRelease, rules.SNoLateAccess, rules.SLin, rules.BCut, rules.BAccess, rules.BCancel, rules.BBound}},
 	{Name: "cancel_no_settle", Breaks: rules.BCancel, What: "cancel commits Cancelled but does not re-derive access: a cancelled queued attempt stays PENDING",
 		Trips: []rules.ID{rules.SHold, rules.LiveHang, rules.BAccess}},
 	{Name: "late_success", Breaks: rules.BOutcome, What: "a late success overrides a committed cancel",
