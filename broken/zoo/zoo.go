@@ -80,7 +80,7 @@ var Bugs = []Bug{
 	{Name: "fold_stops_listening", Breaks: rules.BAccess, What: "a call is no longer observed once its results are folded, so later access evidence is lost",
 		Trips: []rules.ID{rules.LiveHang}},
 	{Name: "dropped_still_queued", Breaks: rules.BCancel, What: "dropped batches are marked dropped but left in the dispatch queue, so they still run",
-		Trips: []rules.ID{rules.BSubmit, rules.SRelease, rules.SNoLateAccess, rules.SLin, rules.BCut, rules.BAccess, rules.BCancel}},
+		Trips: []rules.ID{rules.BSubmit, rules.SRelease, rules.SNoLateAccess, rules.SLin, rules.BCut, rules.BAccess, rules.BCancel, rules.BBound}},
 	{Name: "cancel_no_settle", Breaks: rules.BCancel, What: "cancel commits Cancelled but does not re-derive access: a cancelled queued attempt stays PENDING",
 		Trips: []rules.ID{rules.SHold, rules.LiveHang, rules.BAccess}},
 	{Name: "late_success", Breaks: rules.BOutcome, What: "a late success overrides a committed cancel",
@@ -120,8 +120,38 @@ var Bugs = []Bug{
 		Trips: []rules.ID{rules.BProgress, rules.BBound}},
 	{Name: "slot_leak_refused", Breaks: rules.BBound, What: "a refused submit never gives its in-flight slot back",
 		Trips: []rules.ID{rules.BProgress, rules.BBound}},
+	// Modelled on requests aborted during an async KV transfer whose transfer bookkeeping stays live and is waited on for good (TensorRT-LLM #12116/#12117, vLLM #46283).
+	{Name: "cancel_answer_abandons", Breaks: rules.BCancel, What: "a call whose Cancel panics or answers anything but REQUESTED (ALREADY_DONE when completion won the race) is given up on: never observed again, so its evidence never arrives",
+		Trips: []rules.ID{rules.LiveHang}},
+	// Modelled on transfer time-outs and clean-up evaluated on one path only, so leaked slots exhaust the pool and admission stalls (sglang #31800, Mooncake receivers stuck in Transferring).
+	{Name: "reap_on_admit_only", Breaks: rules.BBound, What: "the in-flight slots of calls that reached evidence are freed only by a clean-up that runs when a new view is admitted, never from the change callback, so queued batches wait for the next admission",
+		Trips: []rules.ID{rules.BBound}},
+	// Modelled on a batch status aggregated by overwriting, the last task's status winning (Mooncake #2055: FAILED + COMPLETED).
+	{Name: "success_overwrites_fault", Breaks: rules.BFetch, What: "a FAULT row only sets the attempt's status, which the next batch that completes overwrites: the failure is forgotten and the attempt Delivered",
+		Trips: []rules.ID{rules.BModel, rules.BFetch, rules.BPublish}},
+	// Modelled on a request's memory freed when some but not all of its transfer handles are done (vLLM #19874; TensorRT-LLM #17223: pages released before transfer completion).
+	{Name: "ended_at_last_batch", Breaks: rules.BAccess, What: "an attempt's access is ENDED as soon as its last batch's access is (ended or dropped), although earlier batches' calls may still write their slots",
+		Trips: []rules.ID{rules.BAccess, rules.SNoLateAccess}},
+	// Modelled on failed KV loads counted as loaded, the request going on with missing KV (vLLM kv_load_failure_policy, LMCache #1835, vllm-ascend #10561).
+	{Name: "failed_fetch_delivered", Breaks: rules.BFetch, What: "a fetch that fails after some rows arrived is committed Delivered with those rows, as if the load had succeeded",
+		Trips: []rules.ID{rules.BFetch}},
+	// Modelled on in-flight limits checked with <= instead of <.
+	{Name: "inflight_off_by_one", Breaks: rules.BBound, What: "the dispatch loop admits a call while in-flight <= MaxCallsInFlight, so MaxCallsInFlight+1 calls run at once",
+		Trips: []rules.ID{rules.BBound}},
+	// Modelled on a get that returns 0 bytes taken as a hit (LMCache #497: the Mooncake store answers an absent key with a 0-length value, not None).
+	{Name: "empty_get_served", Breaks: rules.BFetch, What: "a fetch row answered MISS (nothing read into the slot) is folded as served",
+		Trips: []rules.ID{rules.BFetch}},
 	{Name: "indoubt_ignored", Breaks: rules.SHold, What: "an in-doubt registration is treated as refused, so its regions are never reported",
 		Blind: "the reference model requires region:<label>:in-doubt for every in-doubt region (B-SHUT), but the memory drivers label their own in-doubt regions at shutdown, and the union hides the omission: the bug shows only when the driver closed the region itself (about 1 seed in 170)"},
+	// Modelled on failed loads whose block ids are still reported loaded (vLLM invalid_block_ids, LMCache #1835).
+	{Name: "failed_reports_served", Breaks: rules.SMarks, What: "a Failed attempt's outcome carries the rows that arrived before the failure as served",
+		Blind: "S-MARKS is judged from the lender's marks, and the lender (like the reference model's served-set check) reads Served only from a Delivered outcome; nothing checks that a Failed or Cancelled outcome serves nothing, so a caller that marks rows from Served without reading State loads undefined slots"},
+	// Modelled on "the cache block is in the storage, but it can't be retrieved" (LMCache #1690): exists said yes, the get read nothing.
+	{Name: "stale_lookup_miss_served", Breaks: rules.BFetch, What: "a fetch row whose key was present at lookup but answered MISS (nothing read) is counted as served",
+		Blind: "the zoo hunts the default profile, a durable store, where a key present at lookup is never a MISS at fetch: stale lookups, row misses and evictions are injected only on the evicting store; the reference model's served-set check (B-FETCH) sees it there (storesim run --profile evicting --seeds 0:200 with the bug planted: 47 of 200 seeds fail B-FETCH)"},
+	// Modelled on batch existence answers of the wrong shape read as "not present".
+	{Name: "lookup_short_as_absent", Breaks: rules.BFetch, What: "a lookup that answers fewer bools than keys, without an error, is accepted and the missing keys read as absent",
+		Blind: "no driver in the swarm answers a lookup of the wrong length without an error: the memory drivers report an injected wrong-length answer as ErrLookupFailed (D-LOOK-2), so the backend's own length check never runs; a swarm driver that returns short answers (like the drivers of package broken, but in the swarm) is missing"},
 	{Name: "bindings_dropped", Breaks: rules.BShut, What: "earlier bindings are forgotten when a later registration fails",
 		Trips: []rules.ID{rules.BShut}},
 	{Name: "submit_error_no_escape", Breaks: rules.DSub2, What: "a Submit error that is not a sentinel is taken as \"nothing escaped\"",
