@@ -145,10 +145,10 @@ var Bugs = []Bug{
 		Blind: "the reference model requires region:<label>:in-doubt for every in-doubt region (B-SHUT), but the memory drivers label their own in-doubt regions at shutdown, and the union hides the omission: the bug shows only when the driver closed the region itself (about 1 seed in 170)"},
 	// Modelled on failed loads whose block ids are still reported loaded (vLLM invalid_block_ids, LMCache #1835).
 	{Name: "failed_reports_served", Breaks: rules.SMarks, What: "a Failed attempt's outcome carries the rows that arrived before the failure as served",
-		Blind: "S-MARKS is judged from the lender's marks, and the lender (like the reference model's served-set check) reads Served only from a Delivered outcome; nothing checks that a Failed or Cancelled outcome serves nothing, so a caller that marks rows from Served without reading State loads undefined slots"},
+		Trips: []rules.ID{rules.BFetch, rules.BPublish}},
 	// Modelled on "the cache block is in the storage, but it can't be retrieved" (LMCache #1690): exists said yes, the get read nothing.
 	{Name: "stale_lookup_miss_served", Breaks: rules.BFetch, What: "a fetch row whose key was present at lookup but answered MISS (nothing read) is counted as served",
-		Blind: "the zoo hunts the default profile, a durable store, where a key present at lookup is never a MISS at fetch: stale lookups, row misses and evictions are injected only on the evicting store; the reference model's served-set check (B-FETCH) sees it there (storesim run --profile evicting --seeds 0:200 with the bug planted: 47 of 200 seeds fail B-FETCH)"},
+		Trips: []rules.ID{rules.BFetch}},
 	// Modelled on batch existence answers of the wrong shape read as "not present".
 	{Name: "lookup_short_as_absent", Breaks: rules.BFetch, What: "a lookup that answers fewer bools than keys, without an error, is accepted and the missing keys read as absent",
 		Blind: "no driver in the swarm answers a lookup of the wrong length without an error: the memory drivers report an injected wrong-length answer as ErrLookupFailed (D-LOOK-2), so the backend's own length check never runs; a swarm driver that returns short answers (like the drivers of package broken, but in the swarm) is missing"},

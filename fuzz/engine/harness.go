@@ -55,7 +55,10 @@ type Profile string
 const (
 	// Calm: no faults, durable store.
 	Calm Profile = "calm"
-	// Default: a swarm fault mix per endpoint (memdriver.Swarm), durable store.
+	// Default: a swarm fault mix per endpoint (memdriver.Swarm); the store
+	// is durable in three seeds of four and evicting in the fourth (drawn
+	// from the seed), so the main job also meets evictions and stale
+	// lookups (present at the lookup, gone at the fetch).
 	Default Profile = "default"
 	// Evicting: swarm faults on an evicting store, checked against the
 	// evicting model.
@@ -117,7 +120,9 @@ func (c Config) withDefaults() Config {
 // Plan generates the op log of a seed.
 func Plan(seed uint64, cfg Config) *workload.Log {
 	cfg = cfg.withDefaults()
-	gen := workload.GenConfig{Ops: cfg.Ops, Driver: cfg.Driver, Evicting: cfg.Profile == Evicting}
+	evicting := cfg.Profile == Evicting ||
+		cfg.Profile == Default && sim.NewRand(sim.SubSeed(seed, "profile/store")).Chance(0.25)
+	gen := workload.GenConfig{Ops: cfg.Ops, Driver: cfg.Driver, Evicting: evicting}
 	if cfg.Profile != Calm {
 		gen.Faults = func(seed uint64, endpoint string) []string {
 			m := memdriver.Swarm(sim.SubSeed(seed, "faults/"+endpoint))
