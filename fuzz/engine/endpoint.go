@@ -74,6 +74,9 @@ type EndpointOptions struct {
 	// cancel and shut down through the Endpoint (Admit, Cancel, Shutdown) and
 	// call the model after every scheduler step.
 	Model bool
+	// Lies, in a simulated run, are contract-breaking answers told to the
+	// backend between the monitor and the backend (lies.go).
+	Lies Lies
 	_     struct{}
 }
 
@@ -208,6 +211,9 @@ func (ep *Endpoint) Register() error {
 	cfg := ep.opts.Backend
 	cfg.Name, cfg.OnChange = ep.Name, ep.Lender.OnChange
 	d := ep.Monitor.Driver()
+	if ep.opts.Lies.any() && ep.opts.Sched != nil {
+		d = newLiar(d, ep.opts.Lies, sim.NewRand(sim.SubSeed(ep.opts.Seed, "liar/"+ep.Name)))
+	}
 	if ep.opts.Model && ep.opts.Sched != nil {
 		ep.Ref = refine.New(refine.Config{Endpoint: ep.Name, Clock: ep.opts.RT, Seed: ep.opts.Seed})
 		d = ep.Ref.Wrap(d)

@@ -132,11 +132,11 @@ func Plan(seed uint64, cfg Config) *workload.Log {
 			if sim.NewRand(sim.SubSeed(seed, "faults/registration/"+endpoint)).Chance(0.1) {
 				m.TogetherFail, m.RollbackFail = 0.5, 0.8
 			}
-			mix := m.String()
-			if mix == "" {
-				return nil
+			lines := swarmLies(seed, endpoint)
+			if mix := m.String(); mix != "" {
+				lines = append(strings.Split(strings.TrimSpace(mix), "\n"), lines...)
 			}
-			return strings.Split(strings.TrimSpace(mix), "\n")
+			return lines
 		}
 	}
 	return workload.Generate(seed, gen)
@@ -238,7 +238,11 @@ func (r *run) storeEvent(e memdriver.StoreEvent) {
 // error is the log's (ErrBadLog: a bad fault line, region shape, backend
 // config, an unknown driver name) unless Config.Factory failed.
 func (r *run) endpoint(spec workload.Endpoint) (*Endpoint, error) {
-	mix, err := memdriver.ParseFaultMix(strings.Join(spec.Faults, "\n"))
+	lies, faults, err := splitLies(spec.Faults)
+	if err != nil {
+		return nil, fmt.Errorf("%w: endpoint %s: %w", ErrBadLog, spec.Name, err)
+	}
+	mix, err := memdriver.ParseFaultMix(strings.Join(faults, "\n"))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadLog, err)
 	}
@@ -249,7 +253,7 @@ func (r *run) endpoint(spec workload.Endpoint) (*Endpoint, error) {
 	o.RT, o.Sched, o.Store, o.Faults = r.s, r.s, r.store, mix
 	o.Recorder = model.RecorderOptions{Sequence: &r.seq, StoreLogComplete: true, Lookups: true}
 	o.Backend.DrainTimeout = time.Millisecond
-	o.Model = true
+	o.Model, o.Lies = true, lies
 	ep, err := NewEndpoint(o)
 	if err != nil && (r.cfg.Factory == nil || !errors.Is(err, ErrDriver)) {
 		err = fmt.Errorf("%w: %w", ErrBadLog, err)
