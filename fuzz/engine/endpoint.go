@@ -77,7 +77,7 @@ type EndpointOptions struct {
 	// Lies, in a simulated run, are contract-breaking answers told to the
 	// backend between the monitor and the backend (lies.go).
 	Lies Lies
-	_     struct{}
+	_    struct{}
 }
 
 // Endpoint is one endpoint of a run: a driver wrapped in the contract
