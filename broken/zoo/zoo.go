@@ -151,7 +151,7 @@ var Bugs = []Bug{
 		Trips: []rules.ID{rules.BFetch}},
 	// Modelled on batch existence answers of the wrong shape read as "not present".
 	{Name: "lookup_short_as_absent", Breaks: rules.BFetch, What: "a lookup that answers fewer bools than keys, without an error, is accepted and the missing keys read as absent",
-		Blind: "no driver in the swarm answers a lookup of the wrong length without an error: the memory drivers report an injected wrong-length answer as ErrLookupFailed (D-LOOK-2), so the backend's own length check never runs; a swarm driver that returns short answers (like the drivers of package broken, but in the swarm) is missing"},
+		Trips: []rules.ID{rules.BFetch, rules.BAccess, rules.BBound, rules.BModel, rules.BPublish, rules.BCut}},
 	{Name: "bindings_dropped", Breaks: rules.BShut, What: "earlier bindings are forgotten when a later registration fails",
 		Trips: []rules.ID{rules.BShut}},
 	{Name: "submit_error_no_escape", Breaks: rules.DSub2, What: "a Submit error that is not a sentinel is taken as \"nothing escaped\"",
