@@ -95,7 +95,10 @@ type Config struct {
 	// Observers, when set, adds monitor observers to an endpoint (the
 	// conformance suite counts race pairs on every endpoint's monitor).
 	Observers func(endpoint string) []monitor.Observer
-	_         struct{}
+	// noModel leaves the reference model out: only BenchmarkModelCost
+	// sets it, to measure what the model costs.
+	noModel bool
+	_       struct{}
 }
 
 func (c Config) withDefaults() Config {
@@ -253,7 +256,7 @@ func (r *run) endpoint(spec workload.Endpoint) (*Endpoint, error) {
 	o.RT, o.Sched, o.Store, o.Faults = r.s, r.s, r.store, mix
 	o.Recorder = model.RecorderOptions{Sequence: &r.seq, StoreLogComplete: true, Lookups: true}
 	o.Backend.DrainTimeout = time.Millisecond
-	o.Model, o.Lies = true, lies
+	o.Model, o.Lies = !r.cfg.noModel, lies
 	ep, err := NewEndpoint(o)
 	if err != nil && (r.cfg.Factory == nil || !errors.Is(err, ErrDriver)) {
 		err = fmt.Errorf("%w: %w", ErrBadLog, err)
