@@ -83,6 +83,7 @@ type certifier struct {
 	byRule map[string]*ruleAcc
 	order  []string // rule rows in report order
 	pairs  pairHits
+	seen   pairChances // over the case runs (the swarm's counters are never told)
 	gaps   []string
 	swarm  SwarmSummary
 }
@@ -253,6 +254,7 @@ func (c *certifier) runOne(g *group, cs *caseDef, seed uint64, directed bool) {
 	hits := w.pc.snapshot()
 	a.pairs.add(hits)
 	c.pairs.add(hits)
+	c.seen.add(w.pc.chances())
 	if skipped != "" {
 		a.skipped[skipped]++
 		return
@@ -361,9 +363,14 @@ func (c *certifier) report() Report {
 		r.Rules = append(r.Rules, rr)
 	}
 	r.RacePairs = c.pairs.list()
+	for i := range r.RacePairs {
+		if r.RacePairs[i].Hits == 0 && c.probe.err == "" {
+			r.RacePairs[i].NotApplicable = notApplicable(Pair(i), c.probe.caps, c.seen)
+		}
+	}
 	if len(c.opts.Rules) == 0 && c.probe.err == "" {
 		for _, p := range r.RacePairs {
-			if p.Hits == 0 {
+			if p.Hits == 0 && p.NotApplicable == "" {
 				r.Gaps = append(r.Gaps, fmt.Sprintf("race pair %s was never exercised", p.Pair))
 			}
 		}

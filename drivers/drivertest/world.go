@@ -3,6 +3,7 @@ package drivertest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,6 +86,7 @@ type callT struct {
 	content [][]byte // PUBLISH: the bytes of each row
 	changes atomic.Int64
 	ended   bool // access ENDED seen by react
+	closed  bool // ENDED and every row final: its keys are no longer in flight
 }
 
 const maxSimSteps = 500_000
@@ -429,6 +431,14 @@ func (w *world) submit(dir drivers.Direction, rows []drivers.Row) *callT {
 		}
 		return ct
 	}
+	if w.sched != nil {
+		// On the simulator nothing runs between Submit's return and this
+		// read, so it is the call's state at return: a call that was already
+		// over cannot race anything (the pair counter decides from it which
+		// race pairs can occur at all).
+		res := c.Results()
+		w.pc.SubmitReturned(c.ID(), c.Access(), !slices.ContainsFunc(res, func(s drivers.Status) bool { return !s.Final() }) && len(res) == len(rows))
+	}
 	w.mu.Lock()
 	w.calls = append(w.calls, ct)
 	w.mu.Unlock()
@@ -469,19 +479,29 @@ func (w *world) react() {
 	onEnded, onReact, draining := w.onEnded, w.onReact, w.draining && !w.drainDone
 	w.mu.Unlock()
 	for _, ct := range calls {
-		if ct.ended {
+		if ct.closed {
 			continue
 		}
 		// Results first: the monitor then reports rows final (and the
 		// recorder reads FETCH slots) before anything reacts to ENDED.
 		res := ct.c.Results()
-		if ct.c.Access() != drivers.AccessEnded {
-			continue
+		if !ct.ended {
+			if ct.c.Access() != drivers.AccessEnded {
+				continue
+			}
+			ct.ended = true
+			if onEnded != nil {
+				onEnded(ct)
+			}
 		}
-		ct.ended = true
-		w.ended(ct, res)
-		if onEnded != nil {
-			onEnded(ct)
+		// A call is over for the store only once every row is final too: a
+		// driver may end access before its rows are (a PUBLISH that staged
+		// its slots and stores them later), and until then its keys are in
+		// flight. A wrong number of results is final as it is (every row
+		// counts as FAULT).
+		if len(res) != len(ct.b.Rows) || !slices.ContainsFunc(res, func(s drivers.Status) bool { return !s.Final() }) {
+			ct.closed = true
+			w.ended(ct, res)
 		}
 	}
 	if draining {
@@ -496,7 +516,8 @@ func (w *world) react() {
 	}
 }
 
-// ended updates what is known of the store after a call's access ENDED.
+// ended updates what is known of the store after a call's access ENDED and
+// its rows became final.
 func (w *world) ended(ct *callT, res []drivers.Status) {
 	w.open(ct.b, -1)
 	if ct.b.Dir != drivers.Publish {
@@ -505,10 +526,14 @@ func (w *world) ended(ct *callT, res []drivers.Status) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i, r := range ct.b.Rows {
-		if w.store != nil || i >= len(res) {
+		if w.store != nil {
 			continue
 		}
-		switch res[i] {
+		st := drivers.Fault // a wrong number of results: every row FAULT
+		if len(res) == len(ct.b.Rows) {
+			st = res[i]
+		}
+		switch st {
 		case drivers.OK:
 			if w.absent[r.Key] && w.pubOpen[r.Key] == 0 && !w.unknown[r.Key] {
 				w.objects[r.Key] = ct.content[i]
