@@ -52,6 +52,7 @@ func allGroups() []*group {
 		}},
 		{rule: "D-BATCH-KEYS", needs: always, cases: []caseDef{
 			{name: "repeated-key-refused", caps: atLeastRows(4), run: caseRepeatedKey},
+			{name: "repeated-key-across-calls", faults: delays, run: caseRepeatedKeyAcrossCalls},
 		}},
 		{rule: "D-BATCH-VALID", needs: always, cases: []caseDef{
 			{name: "malformed-batches-refused", run: caseInvalidBatches},
