@@ -77,3 +77,16 @@ func TestConformingDrivers(t *testing.T) {
 		})
 	}
 }
+
+// TestNoPairExcusedInFlight: a driver that completes most calls inside
+// Submit but leaves some in flight gets no race pair excused: each must be
+// exercised or is a gap.
+func TestNoPairExcusedInFlight(t *testing.T) {
+	h := drivertest.Harness{Name: "mostly-inline", New: func(env drivertest.Env) (drivers.Driver, error) { return newMostlyInline(env), nil }}
+	rep := drivertest.Certify(h, drivertest.Options{Short: true})
+	for _, p := range rep.RacePairs {
+		if p.NotApplicable != "" {
+			t.Fatalf("race pair %s was excused (%s) for a driver that keeps calls in flight:\n%s(repro: go test ./drivers/drivertest -run '^TestNoPairExcusedInFlight$')", p.Pair, p.NotApplicable, rep.Table())
+		}
+	}
+}

@@ -876,3 +876,37 @@ func (s *slow) step(x *xcall) {
 		s.after(x, s.delay(10*time.Microsecond, 200*time.Microsecond), "chunk", func() { s.step(x) })
 	}
 }
+
+// mostlyInline is inline except that every seventh call is left in flight
+// for a few microseconds: not a driver of the eight, but the guard against
+// excusing too much — it keeps calls in flight, so no race pair may be
+// excused for it.
+type mostlyInline struct{ inline }
+
+func newMostlyInline(env drivertest.Env) drivers.Driver {
+	return &mostlyInline{inline{core: newCore(env, "mostly-inline", drivers.Capabilities{MaxRowsPerOp: 8, AbsentIsMiss: true, CanFetch: true, CanPublish: true, CanCancel: true})}}
+}
+
+func (d *mostlyInline) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error) {
+	d.mu.Lock()
+	if d.nextID%7 != 6 {
+		d.mu.Unlock()
+		return d.inline.Submit(b, onChange)
+	}
+	defer d.mu.Unlock()
+	x, err := d.accept(b, onChange)
+	if err != nil {
+		return nil, err
+	}
+	d.after(x, d.delay(1*time.Microsecond, 30*time.Microsecond), "late", func() {
+		if x.stopIfCancelled() {
+			return
+		}
+		for i := range x.rows {
+			x.res[i] = x.transfer(i)
+		}
+		x.acc = drivers.AccessEnded
+		d.changed(x)
+	})
+	return x, nil
+}
