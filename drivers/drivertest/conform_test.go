@@ -22,7 +22,7 @@ func conformRuns(t *testing.T) int {
 	if s := os.Getenv("STORESIM_CONFORM_RUNS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
-			t.Fatalf("STORESIM_CONFORM_RUNS=%q: want a positive number", s)
+			t.Fatalf("STORESIM_CONFORM_RUNS=%q: want a positive number (repro: STORESIM_CONFORM_RUNS=2 go test ./drivers/drivertest -run %s)", s, "'^TestConformingDrivers$'")
 		}
 		runs = n
 	}
