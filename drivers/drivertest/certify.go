@@ -8,6 +8,7 @@ import (
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
+	"github.com/storesim/storesim/drivers/monitor"
 	"github.com/storesim/storesim/sim"
 	"github.com/storesim/storesim/sim/realtime"
 )
@@ -51,6 +52,7 @@ type group struct {
 type probe struct {
 	caps     drivers.Capabilities
 	together bool
+	prober   bool // the driver implements monitor.LockProber
 	store    bool // a simulated store backs the driver (ground truth)
 	absent   bool // the suite can know a key is absent (store or MakeAbsent)
 	err      string
@@ -158,6 +160,7 @@ func (c *certifier) probeDriver() probe {
 	}
 	p.caps = d.Capabilities()
 	_, p.together = d.(drivers.TogetherRegisterer)
+	_, p.prober = d.(monitor.LockProber)
 	p.store = store != nil
 	p.absent = p.store || c.h.MakeAbsent != nil
 	ctx, cancel := c.ctx()
