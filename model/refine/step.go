@@ -242,6 +242,9 @@ func (m *Model) AfterStep(quiescent bool) {
 		m.fail(rules.BProgress, h.a, 0, "idle", fmt.Sprintf("batch %q waits to be dispatched and %d of %d in-flight slots are free, but the backend is idle",
 			keysOf(h.rows), m.bcfg.MaxCallsInFlight-m.inFlight(), m.bcfg.MaxCallsInFlight))
 	}
+	if nq := m.queued(); nq > m.bcfg.MaxQueuedCalls {
+		m.fail(rules.BBound, nil, 0, fmt.Sprintf("queued/%d", len(m.found)), fmt.Sprintf("%d batches wait to be dispatched (MaxQueuedCalls %d)", nq, m.bcfg.MaxQueuedCalls))
+	}
 	if m.stats != nil {
 		st := m.stats()
 		nq := m.queued()
