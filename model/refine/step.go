@@ -190,6 +190,31 @@ func (m *Model) Quiesced(avs []AttemptView, got bool) {
 	}
 }
 
+// Notified is called with every attempt the backend's Config.OnChange
+// reports: the owner of the memory learns of outcomes and access only there
+// (S-RELEASE), so the last report must show the attempt as it is.
+func (m *Model) Notified(av AttemptView) {
+	m.dirty = true
+	if a := m.byView[av]; a != nil {
+		a.noted, a.notedState, a.notedAccess = true, av.State(), av.Access()
+	}
+}
+
+// checkNoted: at a quiescent point every posted notification has run, so
+// an attempt whose outcome or access changed since its last OnChange report
+// was never reported.
+func (m *Model) checkNoted(a *attempt) {
+	st, acc := a.view.State(), a.view.Access()
+	if !a.noted && st == backend.Pending && acc == drivers.AccessPending {
+		return // nothing to report yet
+	}
+	if a.noted && a.notedState == st && a.notedAccess == acc {
+		return
+	}
+	m.fail(rules.BAccess, a, 0, "notified", fmt.Sprintf("it is %v with access %v, but the last OnChange report showed %v with access %v (the memory's owner never learns of the change)",
+		st, acc, a.notedState, a.notedAccess))
+}
+
 // Cancelling is called just before Attempt.Cancel.
 func (m *Model) Cancelling(av AttemptView) {
 	m.event()
@@ -248,12 +273,16 @@ func (m *Model) AfterStep(quiescent bool) {
 		return // nothing changed since the last quiescent point was judged
 	}
 	m.qdirty = false
-	m.compact()
 	for _, a := range m.attempts {
 		if !a.done {
 			m.judgeNow(a)
 		}
+		if !a.noteChecked {
+			m.checkNoted(a)
+			a.noteChecked = a.done // a finished attempt is checked once more, then forgotten
+		}
 	}
+	m.compact()
 	if h := m.head(); h != nil && m.inFlight() < m.bcfg.MaxCallsInFlight && !m.shut.asked {
 		m.fail(rules.BProgress, h.a, 0, "idle", fmt.Sprintf("batch %q waits to be dispatched and %d of %d in-flight slots are free, but the backend is idle",
 			keysOf(h.rows), m.bcfg.MaxCallsInFlight-m.inFlight(), m.bcfg.MaxCallsInFlight))
