@@ -44,6 +44,7 @@ var layer = map[string]int{
 	"fuzz/engine":   4,
 	"fuzz/shrink":   4,
 	"fuzz":          4,
+	"fuzz/machine":  4,
 
 	"scenarios":             5,
 	"drivers/drivertest":    5,
