@@ -52,6 +52,8 @@ var layer = map[string]int{
 	"broken/zoo/realhunt":   5,
 	"broken/zoo/realstress": 5,
 	"cmd/storesim":          5,
+	"fuzz/targets":          5,
+	"fuzz/fuzztool":         5,
 	"internal/layers":       5,
 }
 
