@@ -52,6 +52,9 @@ type fuzzer struct {
 
 const pkg = "github.com/storesim/storesim/fuzz/targets"
 
+// all are the targets repro knows (tests add a planted one).
+var all = targets.All
+
 func fuzzers() []fuzzer {
 	seeds := map[string]struct {
 		name   string
@@ -305,14 +308,14 @@ func reproCmd(args []string, stdout, stderr io.Writer) int {
 		return usage(err)
 	}
 	var t *targets.Target
-	for i := range targets.All {
-		if targets.All[i].Name == *name {
-			t = &targets.All[i]
+	for i := range all {
+		if all[i].Name == *name {
+			t = &all[i]
 		}
 	}
 	if t == nil {
 		var names []string
-		for _, t := range targets.All {
+		for _, t := range all {
 			names = append(names, t.Name)
 		}
 		return usage(fmt.Errorf("-target %q: want one of %s", *name, strings.Join(names, ", ")))
