@@ -280,6 +280,28 @@ func TestMergeCoverage(t *testing.T) {
 	}
 }
 
+// TestMergeEmptyShard: a range smaller than the shard count leaves some
+// shards without seeds; their files still count, and the merge covers the
+// range.
+func TestMergeEmptyShard(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for i := range 3 {
+		got := storesim("run", "--driver", "memory", "--seeds", "5:2", "--ops", "10", "--json", "--shard", fmt.Sprintf("%d/3", i))
+		f := filepath.Join(dir, fmt.Sprintf("shard-%d.jsonl", i))
+		os.WriteFile(f, []byte(got.stdout), 0o644)
+		files = append(files, f)
+	}
+	got := storesim(append([]string{"merge"}, files...)...)
+	if got.code != exitPass || !strings.HasSuffix(got.stderr, "seeds: 2 passed, 0 failed\n") {
+		t.Fatalf("merge of 5:2 in 3 shards: exit %d\n%s %s", got.code, got.stderr, repro(t))
+	}
+	got = storesim("merge", files[0], files[2])
+	if got.code != exitUsage || !strings.Contains(got.stderr, "missing shard 1/3 of range 5:2 (seeds 5:1)") {
+		t.Fatalf("merge without shard 1/3: exit %d\n%s %s", got.code, got.stderr, repro(t))
+	}
+}
+
 // fixCounts rewrites a file's summary counts from its seed records (what a
 // run interrupted after those seeds would have written).
 func fixCounts(t *testing.T, path string) {

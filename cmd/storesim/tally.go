@@ -154,6 +154,9 @@ func (t *tally) add(oc outcome) {
 		s.Passed++
 	}
 	rec := record(r)
+	if s.Classes == nil { // a tally made without newTally (tests)
+		s.Classes = map[string]int{}
+	}
 	s.Classes[rec.Class]++
 	if mismatch {
 		rec.SecondTraceHash = fmt.Sprintf("%016x", oc.second.TraceHash)
