@@ -26,6 +26,10 @@
 // go test -fuzz writes failing inputs to testdata/fuzz/<Target>/, which plain
 // go test replays as subtests; the seed corpus lives there too (regenerate
 // the generated part with go test ./fuzz -run TestSeedCorpus -writecorpus).
+// testdata/fuzz/FuzzMachine/ seeds fuzz/targets.Machine, the byte-driven
+// state machine (machine.Generate's inputs; regenerate with
+// go test ./fuzz -run TestBytesMachine -writecorpus); fuzz/fuzztool zips
+// every corpus directory for fuzzing builders outside go test.
 //
 // # Regression
 //
