@@ -45,6 +45,7 @@ var layer = map[string]int{
 	"fuzz/engine":   4,
 	"fuzz/shrink":   4,
 	"fuzz":          4,
+	"fuzz/machine":  4,
 
 	"scenarios":             5,
 	"drivers/drivertest":    5,
@@ -52,6 +53,8 @@ var layer = map[string]int{
 	"broken/zoo/realhunt":   5,
 	"broken/zoo/realstress": 5,
 	"cmd/storesim":          5,
+	"fuzz/targets":          5,
+	"fuzz/fuzztool":         5,
 	"internal/layers":       5,
 }
 
