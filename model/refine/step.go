@@ -290,7 +290,9 @@ func (m *Model) AfterStep(quiescent bool) {
 	if nq := m.queued(); nq > m.bcfg.MaxQueuedCalls {
 		m.fail(rules.BBound, nil, 0, fmt.Sprintf("queued/%d", len(m.found)), fmt.Sprintf("%d batches wait to be dispatched (MaxQueuedCalls %d)", nq, m.bcfg.MaxQueuedCalls))
 	}
-	if m.stats != nil {
+	// The gauges and counters follow from everything else: judged only while
+	// nothing else was found, so a finding names its first cause.
+	if m.stats != nil && len(m.found) == 0 {
 		st := m.stats()
 		nq := m.queued()
 		if got, want := counters(st), counters(m.count); got != want {
