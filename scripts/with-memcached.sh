@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# with-memcached.sh CMD… — run CMD with a private, throw-away memcached.
+# with-memcached.sh CMD… — run CMD with private, throw-away memcached servers.
 #
-# Starts `memcached -l 127.0.0.1 -p P -U 0 -m MB -I 1m` on a free loopback
-# port P (TCP only, no UDP), with a small memory limit (STORESIM_MEMCACHED_MB,
-# default 8 MB) so that real LRU eviction happens once a test writes more than
-# that; waits until it answers `version`, exports
-#   STORESIM_MEMCACHED_ADDR=127.0.0.1:P
+# Starts two `memcached -l 127.0.0.1 -p P -U 0 -m MB -I 1m` on free loopback
+# ports (TCP only, no UDP), each with a small memory limit
+# (STORESIM_MEMCACHED_MB, default 8 MB) so that real LRU eviction happens once
+# a test writes more than that; waits until they answer `version`, exports
+#   STORESIM_MEMCACHED_ADDR=127.0.0.1:P        the server every test shares
+#   STORESIM_MEMCACHED_EVICT_ADDR=127.0.0.1:Q  a second one, for the one test
+#                   that fills it to make it evict (and retunes its slab
+#                   mover): filling the shared one would starve the others
 #   STORESIM_MEMCACHED_REQUIRED=1   (tests that need memcached fail instead of skip)
-# runs CMD, stops the server (also on error or Ctrl-C) and exits with CMD's
+# runs CMD, stops the servers (also on error or Ctrl-C) and exits with CMD's
 # exit code.
 #
 # memcached missing: prints how to install it and exits 2 — unless
@@ -42,12 +45,14 @@ case "$mb" in
 esac
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/storesim-memcached.XXXXXX") || exit 2
-pid=""
 cleanup() {
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    kill "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-  fi
+  local p
+  for p in "${pids[@]}"; do
+    if kill -0 "$p" 2>/dev/null; then
+      kill "$p" 2>/dev/null
+      wait "$p" 2>/dev/null
+    fi
+  done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -72,38 +77,46 @@ port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 user=()
 if [ "$(id -u)" = 0 ]; then user=(-u root); fi
 
-# Pick a random high port that looks free, start the server on it, and wait
-# for `version`; if the server dies (someone took the port in between), retry.
-started=""
-for attempt in 1 2 3 4 5 6 7 8 9 10; do
-  port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
-  port_free "$port" || continue
-  log="$tmp/memcached-$port.log"
-  memcached -l 127.0.0.1 -p "$port" -U 0 -m "$mb" -I 1m -c 1024 "${user[@]}" >"$log" 2>&1 &
-  pid=$!
-  for _ in $(seq 1 100); do
-    if ping "$port"; then
-      started=1
-      break
+# start_server VAR: pick a random high port that looks free, start a server
+# on it and wait for `version`; if the server dies (someone took the port in
+# between), retry. Sets VAR to the port and appends the pid to pids.
+pids=()
+start_server() {
+  local var=$1 attempt p log pid started=""
+  for attempt in 1 2 3 4 5 6 7 8 9 10; do
+    p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
+    port_free "$p" || continue
+    log="$tmp/memcached-$p.log"
+    memcached -l 127.0.0.1 -p "$p" -U 0 -m "$mb" -I 1m -c 1024 "${user[@]}" >"$log" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 100); do
+      if ping "$p"; then
+        started=1
+        break
+      fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    if [ -n "$started" ]; then
+      pids+=("$pid")
+      printf -v "$var" '%s' "$p"
+      return 0
     fi
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
+    echo "with-memcached.sh: memcached on port $p did not come up (attempt $attempt); log:" >&2
+    cat "$log" >&2 2>/dev/null
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
   done
-  [ -n "$started" ] && break
-  echo "with-memcached.sh: memcached on port $port did not come up (attempt $attempt); log:" >&2
-  cat "$log" >&2 2>/dev/null
-  kill "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
-  pid=""
-done
-if [ -z "$started" ]; then
   echo "with-memcached.sh: could not start memcached" >&2
   exit 2
-fi
+}
+start_server port
+start_server evict_port
 
 export STORESIM_MEMCACHED_ADDR="127.0.0.1:$port"
+export STORESIM_MEMCACHED_EVICT_ADDR="127.0.0.1:$evict_port"
 export STORESIM_MEMCACHED_REQUIRED=1
-echo "with-memcached.sh: memcached pid $pid on $STORESIM_MEMCACHED_ADDR (-m $mb MB)" >&2
+echo "with-memcached.sh: memcached pids ${pids[*]} on $STORESIM_MEMCACHED_ADDR and $STORESIM_MEMCACHED_EVICT_ADDR (-m $mb MB each)" >&2
 "$@"
 rc=$?
 exit "$rc"

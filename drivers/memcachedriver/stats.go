@@ -95,11 +95,38 @@ func (d *Driver) Evictions(ctx context.Context) (uint64, error) {
 // Flush deletes every item under the driver's prefix: the suite's "forget
 // everything" hook. Memcached has no key scan; this lists the keys with
 // `lru_crawler metadump all` (memcached 1.5+) and deletes the ones under the
-// prefix. It refuses an empty prefix, which would wipe the whole server.
+// prefix. The crawler walks each LRU once and can miss an item the server
+// moves between two of them meanwhile, so Flush lists again until a listing
+// finds nothing under the prefix (at most flushPasses listings; more is an
+// error). It refuses an empty prefix, which would wipe the whole server.
 func (d *Driver) Flush(ctx context.Context) error {
 	if d.cfg.Prefix == "" {
 		return fmt.Errorf("%w: Flush needs a non-empty Prefix", ErrConfig)
 	}
+	for range flushPasses {
+		keys, err := d.listPrefix(ctx)
+		if err != nil {
+			return fmt.Errorf("memcachedriver: flush: %w", err)
+		}
+		if len(keys) == 0 {
+			return nil
+		}
+		for _, k := range keys {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("memcachedriver: flush: %w", err)
+			}
+			if err := d.client.Delete(k); err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
+				return fmt.Errorf("memcachedriver: flush: delete %q: %w", k, err)
+			}
+		}
+	}
+	return fmt.Errorf("memcachedriver: flush: keys under %q still listed after %d passes", d.cfg.Prefix, flushPasses)
+}
+
+const flushPasses = 5
+
+// listPrefix lists the keys under the prefix (`lru_crawler metadump all`).
+func (d *Driver) listPrefix(ctx context.Context) ([]string, error) {
 	var lines []string
 	var err error
 	for range 50 { // the crawler serves one request at a time: BUSY means retry
@@ -110,22 +137,17 @@ func (d *Driver) Flush(ctx context.Context) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if err != nil {
-		return fmt.Errorf("memcachedriver: flush: %w", err)
+		return nil, err
 	}
+	var keys []string
 	for _, l := range lines {
 		k, ok := strings.CutPrefix(strings.SplitN(l, " ", 2)[0], "key=")
 		if !ok {
 			continue
 		}
-		if k, err = url.PathUnescape(k); err != nil || !strings.HasPrefix(k, d.cfg.Prefix) {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("memcachedriver: flush: %w", err)
-		}
-		if err := d.client.Delete(k); err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
-			return fmt.Errorf("memcachedriver: flush: delete %q: %w", k, err)
+		if k, err = url.PathUnescape(k); err == nil && strings.HasPrefix(k, d.cfg.Prefix) {
+			keys = append(keys, k)
 		}
 	}
-	return nil
+	return keys, nil
 }
