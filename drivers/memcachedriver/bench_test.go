@@ -64,7 +64,7 @@ func BenchmarkPublishFetch16(b *testing.B) {
 			}{{src, &hs}, {dst, &hd}} {
 				h, err := r.d.Register(x.a.Region())
 				if err != nil {
-					b.Errorf("register: %v", err)
+					b.Errorf("register: %v %s", err, repro(b))
 					return
 				}
 				*x.h = h

@@ -28,7 +28,7 @@ var (
 func TestConfig(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v %s", err, repro(t))
 	}
 	closedAddr := ln.Addr().String()
 	ln.Close() // nothing listens there now
@@ -477,7 +477,7 @@ func TestRegistration(t *testing.T) {
 	t.Run("D-REG-1/label", func(t *testing.T) {
 		r := newRig(t, Config{})
 		if _, err := r.d.Register(region("x", make(drivers.Bytes, 16))); err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v %s", err, repro(t))
 		}
 		if _, err := r.d.Register(region("x", make(drivers.Bytes, 16))); !errors.Is(err, drivers.ErrBadGeometry) {
 			t.Fatalf("duplicate label: %v, want ErrBadGeometry %s", err, repro(t))
@@ -488,14 +488,14 @@ func TestRegistration(t *testing.T) {
 		mem := make(drivers.Bytes, 32)
 		h1, err := r.d.Register(region("m", mem))
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v %s", err, repro(t))
 		}
 		if err := r.d.Unregister(h1); err != nil {
 			t.Fatalf("close: %v %s", err, repro(t))
 		}
 		h2, err := r.d.Register(region("m", mem))
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v %s", err, repro(t))
 		}
 		if h2 == h1 {
 			t.Fatalf("handle %d reused %s", h1, repro(t))
@@ -523,7 +523,7 @@ func TestRegistration(t *testing.T) {
 		g := newGateMem(slotBytes)
 		h, err := r.d.Register(drivers.Region{Label: "gated", SlotBytes: slotBytes, Slots: 1, Mem: g})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v %s", err, repro(t))
 		}
 		t.Cleanup(func() { r.rawDelete("k") })
 		c, w := r.submit(drivers.Publish, drivers.Row{Key: "k", Handle: h})
@@ -570,7 +570,7 @@ func TestSubmit(t *testing.T) {
 		g := newGateMem(slotBytes)
 		hg, err := r.d.Register(drivers.Region{Label: "gated", SlotBytes: slotBytes, Slots: 1, Mem: g})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v %s", err, repro(t))
 		}
 		r.rawSet("k", content("k", slotBytes))
 		t.Cleanup(func() { r.rawDelete("k") })
@@ -650,7 +650,7 @@ func TestCancel(t *testing.T) {
 		g := newGateMem(2 * slotBytes)
 		h, err := r.d.Register(drivers.Region{Label: "gated", SlotBytes: slotBytes, Slots: 2, Mem: g})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v %s", err, repro(t))
 		}
 		c, w := r.submit(drivers.Publish, rows(h, "p0", "p1")...)
 		<-g.entered // copying row 0
@@ -668,7 +668,7 @@ func TestCancel(t *testing.T) {
 		g := newGateMem(3 * slotBytes)
 		h, err := r.d.Register(drivers.Region{Label: "gated", SlotBytes: slotBytes, Slots: 3, Mem: g})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v %s", err, repro(t))
 		}
 		keys := keyset("w", 3)
 		for _, k := range keys {
@@ -777,7 +777,7 @@ func TestTimeout(t *testing.T) {
 		g := newGateMem(2 * slotBytes)
 		h, err := r.d.Register(drivers.Region{Label: "gated", SlotBytes: slotBytes, Slots: 2, Mem: g})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v %s", err, repro(t))
 		}
 		keys := keyset("sw", 2)
 		for _, k := range keys {
@@ -843,7 +843,7 @@ func TestShutdown(t *testing.T) {
 		g := newGateMem(slotBytes)
 		hg, err := r.d.Register(drivers.Region{Label: "gated", SlotBytes: slotBytes, Slots: 1, Mem: g})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v %s", err, repro(t))
 		}
 		c, w := r.submit(drivers.Publish, drivers.Row{Key: "k", Handle: hg})
 		<-g.entered // the worker is stuck copying the slot
@@ -883,7 +883,7 @@ func TestShutdown(t *testing.T) {
 		g.panics = true
 		h, err := r.d.Register(drivers.Region{Label: "panicky", SlotBytes: slotBytes, Slots: 1, Mem: g})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v %s", err, repro(t))
 		}
 		r.rawSet("k", content("k", slotBytes))
 		t.Cleanup(func() { r.rawDelete("k") })
@@ -1017,11 +1017,11 @@ func TestFlushDeleteStats(t *testing.T) {
 	}
 	other := "storesim-test-other:" + r.prefix
 	if err := r.raw.Set(&memcache.Item{Key: other, Value: []byte("v")}); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v %s", err, repro(t))
 	}
 	defer r.raw.Delete(other)
 	if err := r.d.Delete(context.Background(), keys[0]); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v %s", err, repro(t))
 	}
 	if err := r.d.Delete(context.Background(), keys[0]); err != nil {
 		t.Fatalf("Delete of an absent key: %v, want nil %s", err, repro(t))
@@ -1047,7 +1047,7 @@ func TestFlushDeleteStats(t *testing.T) {
 	}
 	noPrefix, err := New(Config{Addr: r.d.cfg.Addr})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v %s", err, repro(t))
 	}
 	defer noPrefix.Shutdown(context.Background())
 	if err := noPrefix.Flush(context.Background()); !errors.Is(err, ErrConfig) {
