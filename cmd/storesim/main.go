@@ -6,7 +6,7 @@
 //	storesim run      [--driver NAME] [--seeds START:COUNT|random] [--budget D] [--shard I/N]
 //	                  [--profile calm|default|evicting] [--ops N] [--workers N] [--json]
 //	                  [--out DIR] [--check-determinism] [-v]
-//	storesim run      --driver redis://HOST:PORT [--seeds …] [--stretch N] [--wait D]
+//	storesim run      --driver redis://HOST:PORT|memcached://HOST:PORT [--seeds …] [--stretch N] [--wait D]
 //	                  (real time: a seed replays the workload, not the interleaving)
 //	storesim merge    [--json] [-v] FILE…   (the run --json output of shards)
 //	storesim replay   --seed N [--driver NAME] [--profile P] [--ops N] | FILE|DIR

@@ -24,14 +24,16 @@ var layer = map[string]int{
 	"sim/arena":     0,
 	"sim/realtime":  0,
 
-	"backend":             1,
-	"backend/realwait":    1,
-	"backend/backendtest": 1,
-	"drivers/memdriver":   1,
-	"drivers/redisdriver": 1,
+	"backend":                1,
+	"backend/realwait":       1,
+	"backend/backendtest":    1,
+	"drivers/memdriver":      1,
+	"drivers/redisdriver":    1,
+	"drivers/memcachedriver": 1,
 
-	"broken":             2,
-	"broken/redisbroken": 2,
+	"broken":                 2,
+	"broken/redisbroken":     2,
+	"broken/memcachedbroken": 2,
 
 	"model":                     3,
 	"model/lender":              3,
