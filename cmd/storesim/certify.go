@@ -95,7 +95,10 @@ func certifyCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	if *asJSON {
-		b, err := json.MarshalIndent(rep, "", "  ")
+		b, err := json.Marshal(rep)
+		if err == nil {
+			b, err = seedsAsStrings(b) // 64-bit seeds as strings, as run --json
+		}
 		if err != nil {
 			return inputErr("certify", err, stderr)
 		}

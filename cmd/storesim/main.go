@@ -56,11 +56,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 )
 
-// version is the storesim version, stamped with -ldflags "-X main.version=…".
-var version = "dev"
+// version is the storesim version, stamped with -ldflags "-X main.version=…",
+// else the module version of go install …@version, else "dev" (version.go).
+var version = defaultVersion
 
 // Exit codes (see the package doc).
 const (
@@ -121,6 +123,8 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	case "help", "-h", "--help", "-help":
 		usage(stdout)
 		return exitPass
+	case "--version", "-version":
+		return versionCmd(ctx, args[1:], stdout, stderr)
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
@@ -140,7 +144,7 @@ func commandNames() string {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: storesim COMMAND [flags]   (storesim COMMAND -h for its flags)")
+	fmt.Fprintln(w, "usage: storesim COMMAND [flags]   (storesim COMMAND -h for its forms and flags; storesim --version)")
 	fmt.Fprintln(w)
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
@@ -157,7 +161,7 @@ func versionCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "storesim version: takes no arguments, got %q\n", args)
 		return exitUsage
 	}
-	fmt.Fprintln(stdout, "storesim", version)
+	readBuild(debug.ReadBuildInfo).write(stdout)
 	return exitPass
 }
 
@@ -179,7 +183,8 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, er
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprintf(stdout, "usage of storesim %s:\n", fs.Name())
+				writeSynopsis(stdout, fs.Name())
+				fmt.Fprintln(stdout, "flags:")
 				fs.SetOutput(stdout)
 				fs.PrintDefaults()
 				fmt.Fprint(stdout, exitCodes)
@@ -203,7 +208,7 @@ func isHelp(args []string) bool {
 
 // noFlagsHelp is the -h of a command without flags.
 func noFlagsHelp(cmd string, stdout io.Writer) int {
-	fmt.Fprintf(stdout, "usage of storesim %s: no flags, no arguments\n", cmd)
+	writeSynopsis(stdout, cmd)
 	fmt.Fprint(stdout, exitCodes)
 	return exitPass
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/fuzz/engine"
+	"github.com/storesim/storesim/fuzz/timeline"
 )
 
 // What run prints and how it exits: the JSON records, the tally of verdicts,
@@ -21,7 +22,7 @@ import (
 // seedRecord is one JSON line per seed.
 type seedRecord struct {
 	Type      string `json:"type"` // "seed"
-	Seed      uint64 `json:"seed"`
+	Seed      uint64 `json:"seed,string"` // a string: 64-bit seeds do not survive a float64 JSON number
 	TraceHash string `json:"trace_hash"`
 	Verdict   string `json:"verdict"`
 	Class     string `json:"class"`
@@ -256,9 +257,16 @@ func writeFailure(root string, r *engine.Result) (string, error) {
 		{"report.txt", report.String()},
 		{"repro.txt", repro},
 	}
+	topts := timeline.Options{Repro: reproOf(r)}
 	if vizErr == nil {
 		files = append(files, struct{ name, text string }{"porcupine.html", viz.String()})
+		topts.Porcupine = "porcupine.html"
 	}
+	var page strings.Builder
+	if err := timeline.Write(&page, r, topts); err != nil {
+		return dir, fmt.Errorf("timeline.html of seed %d: %w", r.Seed, err)
+	}
+	files = append(files, struct{ name, text string }{"timeline.html", page.String()})
 	var errs []error
 	for _, f := range files {
 		errs = append(errs, os.WriteFile(filepath.Join(dir, f.name), []byte(f.text), 0o644))

@@ -185,6 +185,10 @@ type run struct {
 	byEp  map[string]*Endpoint
 	ops   []*opState
 	found []rules.Violation // what the harness itself found (a lender refusing a loan back)
+	// attempts and attemptNotes follow every attempt for the timeline
+	// (attempt.go): outcome, access and the lender's release, as notes.
+	attempts     map[*backend.Attempt]*attemptSeen
+	attemptNotes []EndpointNote
 }
 
 type opState struct {
@@ -250,6 +254,7 @@ func (r *run) endpoint(spec workload.Endpoint) (*Endpoint, error) {
 	o.Recorder = model.RecorderOptions{Sequence: &r.seq, StoreLogComplete: true, Lookups: true}
 	o.Backend.DrainTimeout = time.Millisecond
 	o.Model = true
+	o.OnAttempt = func(a *backend.Attempt) { r.attemptChanged(spec.Name, a) }
 	ep, err := NewEndpoint(o)
 	if err != nil && (r.cfg.Factory == nil || !errors.Is(err, ErrDriver)) {
 		err = fmt.Errorf("%w: %w", ErrBadLog, err)
@@ -342,6 +347,7 @@ func (r *run) submit(i int, st *opState) {
 	if err := ep.Lender.Attach(loan, a); err != nil {
 		r.harness(ep, err)
 	}
+	r.attemptAdmitted(i, ep, a, loan)
 }
 
 // harness records a failure of the harness itself (the lender refusing what

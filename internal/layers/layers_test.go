@@ -43,6 +43,7 @@ var layer = map[string]int{
 	"fuzz/registry": 4,
 	"fuzz/engine":   4,
 	"fuzz/shrink":   4,
+	"fuzz/timeline": 4,
 	"fuzz":          4,
 
 	"scenarios":             5,
