@@ -21,8 +21,10 @@ import (
 
 // seedRecord is one JSON line per seed.
 type seedRecord struct {
-	Type      string `json:"type"` // "seed"
-	Seed      uint64 `json:"seed,string"` // a string: 64-bit seeds do not survive a float64 JSON number
+	Type string `json:"type"` // "seed"
+	// Seed is a JSON string: a 64-bit seed does not survive a reader that
+	// parses numbers as float64.
+	Seed      uint64 `json:"seed,string"`
 	TraceHash string `json:"trace_hash"`
 	Verdict   string `json:"verdict"`
 	Class     string `json:"class"`

@@ -350,9 +350,9 @@ func Write(w io.Writer, r *engine.Result, o Options) error {
 	}
 	return page.Execute(w, struct {
 		Title, Summary, Repro, Report, Porcupine, Lin string
-		LinFailed                                    bool
-		Data                                         template.JS
-		Rules                                        []string
+		LinFailed                                     bool
+		Data                                          template.JS
+		Rules                                         []string
 	}{d.Title, d.Summary, o.Repro, o.Report, o.Porcupine, d.Lin, linFailed(r), template.JS(js), failedRules(r)})
 }
 
