@@ -43,6 +43,7 @@ func certifyCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	short := fs.Bool("short", false, "scale everything down (as go test -short)")
 	evicting := fs.Bool("evicting", false, "redis:// only: the server may evict keys at any time (maxmemory policy or TTL)")
 	wait := fs.Duration("wait", 0, "redis:// only: bound of each real-time wait (default 2s)")
+	quiet := quietFlag(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	switch {
 	case err != nil:
@@ -79,12 +80,16 @@ func certifyCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		reproFlags += " --short"
 	}
 	start := time.Now()
+	stop := newLiveLine(stderr, *quiet).ticking(func() string {
+		return fmt.Sprintf("certify: %s: running the conformance suite… %v", *driver, time.Since(start).Round(time.Second))
+	})
 	rep := drivertest.Certify(h, drivertest.Options{
 		Seeds: *seeds, Seed: *seed, Short: *short, Rules: rules, Wait: *wait, Version: version,
 		Repro: func(rule string) string {
 			return fmt.Sprintf("storesim certify --driver %s --rule %s%s", *driver, rule, reproFlags)
 		},
 	})
+	stop()
 	for _, r := range rules {
 		if _, ok := rep.Rule(r); !ok {
 			var known []string

@@ -246,6 +246,7 @@ func shrinkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	maxRuns := fs.Int("max-runs", 0, "cap on candidate runs (0: none)")
 	out := fs.String("out", "", "write the shrunk op log here (default stdout)")
 	scen := fs.String("scenario", "", "also write the shrunk failure as a scenario file with its expected output, ready to become a regression test")
+	quiet := quietFlag(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err == nil && *budget <= 0 {
 		err = usagef("--time %v: want a positive duration", *budget)
@@ -263,14 +264,16 @@ func shrinkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	deadline := start.Add(*budget)
 	from := shrink.SizeOf(log)
+	live := newLiveLine(stderr, *quiet)
 	res, err := shrink.Shrink(log, shrink.Options{
 		Config:  cfg,
 		MaxRuns: *maxRuns,
 		Stop:    func() bool { return time.Now().After(deadline) },
 		Progress: func(p shrink.Progress) {
-			fmt.Fprintf(stderr, "shrink: run %d (%s): %s\n", p.Runs, p.Pass, p.Size)
+			live.draw(fmt.Sprintf("shrink: run %d (%s): %s", p.Runs, p.Pass, p.Size), false)
 		},
 	})
+	live.clear()
 	if errors.Is(err, shrink.ErrNotFailing) {
 		fmt.Fprintf(stderr, "storesim shrink: nothing to shrink: %s; only a safety or liveness failure can be shrunk\n", strings.TrimPrefix(err.Error(), "shrink: "))
 		return exitUsage

@@ -191,6 +191,7 @@ type runOpts struct {
 	out         string
 	determinism bool
 	verbose     bool
+	quiet       bool
 	base        uint64 // random seeds derive from it
 }
 
@@ -206,6 +207,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.out, "out", "", "write one folder per failing seed here (oplog.txt, report.txt, timeline.html, porcupine.html, repro.txt); created now, refused when it is a file")
 	fs.BoolVar(&o.determinism, "check-determinism", false, "run every seed twice; any trace-hash difference fails (exit 1)")
 	fs.BoolVar(&o.verbose, "v", false, "print a line for every seed, not only failing ones")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar on the terminal (it is drawn only when stderr is a terminal anyway)")
 	o.real.register(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err == nil && len(pos) > 0 {

@@ -110,7 +110,7 @@ type tally struct {
 func newTally(o *runOpts, src *seedSource, stdout, stderr io.Writer) *tally {
 	t := &tally{o: o, stdout: stdout, stderr: stderr, enc: json.NewEncoder(stdout), start: time.Now()}
 	t.sum = summaryRecord{Type: "summary", Driver: o.cfg.Driver, Profile: string(o.cfg.Profile), Ops: o.cfg.Ops}
-	if isTerminal(stderr) {
+	if isTerminal(stderr) && !o.quiet {
 		t.bar = &progress{w: stderr, total: int(src.count)} // 0 for random seeds
 	}
 	return t
