@@ -194,6 +194,9 @@ func endpointLine(e workload.Endpoint) (string, error) {
 		e.Name, driver, e.MaxRows, e.AbsentIsMiss, e.InFlight, e.Queued, e.Unprovable, strings.Join(regs, ","))
 	var faults []string
 	for _, f := range e.Faults {
+		if strings.HasPrefix(strings.TrimSpace(f), "fault lie-") {
+			continue // a lie to the backend (fuzz/engine lies.go): not in the scenario language
+		}
 		// A fault line is one line of a memdriver fault mix: "fault KIND rate=R".
 		fs := strings.Fields(f)
 		if len(fs) != 3 || fs[0] != "fault" || !strings.HasPrefix(fs[2], "rate=") || strings.ContainsAny(fs[1], ",:") {

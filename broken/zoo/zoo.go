@@ -142,7 +142,7 @@ var Bugs = []Bug{
 	{Name: "empty_get_served", Breaks: rules.BFetch, What: "a fetch row answered MISS (nothing read into the slot) is folded as served",
 		Trips: []rules.ID{rules.BFetch}},
 	{Name: "indoubt_ignored", Breaks: rules.SHold, What: "an in-doubt registration is treated as refused, so its regions are never reported",
-		Blind: "the reference model requires region:<label>:in-doubt for every in-doubt region (B-SHUT), but the memory drivers label their own in-doubt regions at shutdown, and the union hides the omission: the bug shows only when the driver closed the region itself (about 1 seed in 170)"},
+		Trips: []rules.ID{rules.BShut}},
 	// Modelled on failed loads whose block ids are still reported loaded (vLLM invalid_block_ids, LMCache #1835).
 	{Name: "failed_reports_served", Breaks: rules.SMarks, What: "a Failed attempt's outcome carries the rows that arrived before the failure as served",
 		Trips: []rules.ID{rules.BFetch, rules.BPublish}},
@@ -151,7 +151,7 @@ var Bugs = []Bug{
 		Trips: []rules.ID{rules.BFetch}},
 	// Modelled on batch existence answers of the wrong shape read as "not present".
 	{Name: "lookup_short_as_absent", Breaks: rules.BFetch, What: "a lookup that answers fewer bools than keys, without an error, is accepted and the missing keys read as absent",
-		Blind: "no driver in the swarm answers a lookup of the wrong length without an error: the memory drivers report an injected wrong-length answer as ErrLookupFailed (D-LOOK-2), so the backend's own length check never runs; a swarm driver that returns short answers (like the drivers of package broken, but in the swarm) is missing"},
+		Trips: []rules.ID{rules.BFetch, rules.BAccess, rules.BBound, rules.BModel, rules.BPublish, rules.BCut}},
 	{Name: "bindings_dropped", Breaks: rules.BShut, What: "earlier bindings are forgotten when a later registration fails",
 		Trips: []rules.ID{rules.BShut}},
 	{Name: "submit_error_no_escape", Breaks: rules.DSub2, What: "a Submit error that is not a sentinel is taken as \"nothing escaped\"",

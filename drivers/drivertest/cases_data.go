@@ -127,6 +127,26 @@ func caseRepeatedKey(w *world) {
 	w.settle()
 }
 
+// D-BATCH-KEYS is per batch: calls naming a key that another call still in
+// flight names are accepted, whatever MaxRowsPerOp (a one-row driver too),
+// in either direction (the repeated-key-in-flight race).
+func caseRepeatedKeyAcrossCalls(w *world) {
+	a, h := w.region(64, 32)
+	k := w.key()
+	for i := range 2 + w.pick(4, 1) {
+		keys := append([]string{k}, w.keys(w.batchSize(3)-1)...)
+		dir := w.dirs()[(i+w.pick(2, 0))%len(w.dirs())]
+		ct := w.submit(dir, w.rows(a, h, keys...))
+		if errors.Is(ct.err, drivers.ErrInvalidSubmission) {
+			w.fail(rules.DBatchKeys, "a %v batch naming key %q was refused as invalid while another call names the key: D-BATCH-KEYS is per batch (%v)", dir, k, ct.err)
+		}
+		for range w.pick(3, 0) {
+			w.step()
+		}
+	}
+	w.settle()
+}
+
 // D-BATCH-VALID: every malformed batch is refused with ErrInvalidSubmission.
 func caseInvalidBatches(w *world) {
 	a, h := w.region(64, 32)

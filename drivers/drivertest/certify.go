@@ -8,6 +8,7 @@ import (
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
+	"github.com/storesim/storesim/drivers/monitor"
 	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim"
 	"github.com/storesim/storesim/sim/realtime"
@@ -52,6 +53,7 @@ type group struct {
 type probe struct {
 	caps     drivers.Capabilities
 	together bool
+	prober   bool // the driver implements monitor.LockProber
 	store    bool // a simulated store backs the driver (ground truth)
 	absent   bool // the suite can know a key is absent (store or MakeAbsent)
 	err      string
@@ -78,6 +80,7 @@ type certifier struct {
 	byRule map[string]*ruleAcc
 	order  []string // rule rows in report order
 	pairs  pairHits
+	seen   pairChances // over the case runs (the swarm's counters are never told)
 	gaps   []string
 	swarm  SwarmSummary
 }
@@ -152,6 +155,7 @@ func (c *certifier) probeDriver() probe {
 	}
 	p.caps = d.Capabilities()
 	_, p.together = d.(drivers.TogetherRegisterer)
+	_, p.prober = d.(monitor.LockProber)
 	p.store = store != nil
 	p.absent = p.store || c.h.MakeAbsent != nil
 	ctx, cancel := c.ctx()
@@ -248,6 +252,7 @@ func (c *certifier) runOne(g *group, cs *caseDef, seed uint64, directed bool) {
 	hits := w.pc.snapshot()
 	a.pairs.add(hits)
 	c.pairs.add(hits)
+	c.seen.add(w.pc.chances())
 	if skipped != "" {
 		a.skipped[skipped]++
 		return
@@ -357,9 +362,14 @@ func (c *certifier) report() Report {
 		r.Rules = append(r.Rules, rr)
 	}
 	r.RacePairs = c.pairs.list()
+	for i := range r.RacePairs {
+		if r.RacePairs[i].Hits == 0 && c.probe.err == "" {
+			r.RacePairs[i].NotApplicable = notApplicable(Pair(i), c.probe.caps, c.seen)
+		}
+	}
 	if len(c.opts.Rules) == 0 && c.probe.err == "" {
 		for _, p := range r.RacePairs {
-			if p.Hits == 0 {
+			if p.Hits == 0 && p.NotApplicable == "" {
 				r.Gaps = append(r.Gaps, fmt.Sprintf("race pair %s was never exercised", p.Pair))
 			}
 		}

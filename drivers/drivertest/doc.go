@@ -59,13 +59,31 @@
 // SPEC §6 was exercised: cancel vs completion, shutdown vs in-flight call,
 // unregister vs in-flight call, drain vs late callback, duplicate
 // registration, stale-handle close, repeated key in flight. A pair never hit
-// is a gap, and a report with a gap is not certified.
+// is a gap, and a report with a gap is not certified — unless the driver
+// cannot give the pair a chance: it declares CanCancel=false (no cancel
+// race), or, on the simulator, every call the cases submitted already had
+// access ENDED when Submit returned (nothing was ever in flight to race a
+// cancel, shutdown, unregister or repeated key; and with final results and
+// no callback after Submit returned, no drain has a late callback). Such a
+// pair is reported "not applicable" with the reason; one call seen in
+// flight makes every pair count again.
+//
+// # D-CB-4 without a clock
+//
+// The monitor reads each call from inside its callback through a lock
+// probe. A simulated driver that offers no monitor.LockProber is probed
+// with drivers/monitor/simprobe, which decides by what the read does
+// (returns, or parks on what the callback holds), never by how long it
+// takes: the same seed gives the same verdict however loaded the machine
+// is. A probe that cannot decide is a gap, never a failure.
 //
 // # Real time
 //
 // With Harness.RealTime the cases run on sim/realtime with real waits
 // bounded by Options.Wait (a driver silent for 200 ms counts as quiet), the
-// monitor probes locks and cancels with drivers/monitor/realprobe, and a
+// monitor probes locks and cancels with drivers/monitor/realprobe (a read
+// that misses the lock probe's bound is re-checked for seconds before it
+// fails D-CB-4, and the report says it was a timeout), and a
 // seed replays the workload, not the interleaving. The backend-driven swarm
 // is left out. A driver over a store of its own (Redis, …) also sets
 // Harness.ExternalStore and, for the honesty checks, MakeAbsent: the suite

@@ -198,3 +198,49 @@ var errFactory = errorString("no driver today")
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// TestNotApplicable: a race pair is excused only when the driver cannot
+// give it a chance — it declares no cancel support, or none of its calls
+// was ever in flight when Submit returned — and never merely because it was
+// not hit: one call in flight makes every pair count again.
+func TestNotApplicable(t *testing.T) {
+	full := drivers.Capabilities{MaxRowsPerOp: 4, CanFetch: true, CanPublish: true, CanCancel: true}
+	noCancel := full
+	noCancel.CanCancel = false
+	inflightPairs := []Pair{CancelVsCompletion, ShutdownVsInFlight, UnregisterVsInFlight, RepeatedKeyInFlight}
+	for _, tc := range []struct {
+		name string
+		caps drivers.Capabilities
+		ch   pairChances
+		na   []Pair // the pairs excused
+	}{
+		{"nothing observed", full, pairChances{}, nil},
+		{"all inline", full, pairChances{calls: 40}, append(slices.Clone(inflightPairs), DrainVsLateCallback)},
+		{"inline, late callbacks", full, pairChances{calls: 40, late: 3}, inflightPairs},
+		{"ended inline, rows later", full, pairChances{calls: 40, unsettled: 2}, inflightPairs},
+		{"one call in flight", full, pairChances{calls: 40, pending: 1, unsettled: 1}, nil},
+		{"no cancel support", noCancel, pairChances{calls: 40, pending: 9, unsettled: 9, late: 9}, []Pair{CancelVsCompletion}},
+	} {
+		for _, p := range Pairs() {
+			why := notApplicable(p, tc.caps, tc.ch)
+			if want := slices.Contains(tc.na, p); want != (why != "") {
+				t.Errorf("%s: %s: not applicable %q, want excused %v (repro: %s)", tc.name, p, why, want, reproOf(t))
+			}
+		}
+	}
+	// In a report: an excused pair is no gap, and says why.
+	c := newCertifier(Registered("memory"), short)
+	c.probe = probe{caps: noCancel}
+	for _, g := range c.groups {
+		c.acc(g.rule.String()).ran = 1
+	}
+	for _, p := range Pairs() {
+		if p != CancelVsCompletion {
+			c.pairs[p] = 1
+		}
+	}
+	rep := c.report()
+	if !rep.Certified || !strings.Contains(rep.RacePairs[CancelVsCompletion].NotApplicable, "CanCancel=false") || !strings.Contains(rep.Table(), "not applicable: cancel-vs-completion: the driver declares CanCancel=false") {
+		t.Fatalf("CanCancel=false, every other pair hit: certified %v, gaps %v, pairs %+v; want certified with cancel-vs-completion not applicable:\n%s(repro: %s)", rep.Certified, rep.Gaps, rep.RacePairs, rep.Table(), reproOf(t))
+	}
+}

@@ -53,6 +53,7 @@ func allGroups() []*group {
 		}},
 		{rule: rules.DBatchKeys, needs: always, cases: []caseDef{
 			{name: "repeated-key-refused", caps: atLeastRows(4), run: caseRepeatedKey},
+			{name: "repeated-key-across-calls", faults: delays, run: caseRepeatedKeyAcrossCalls},
 		}},
 		{rule: rules.DBatchValid, needs: always, cases: []caseDef{
 			{name: "malformed-batches-refused", run: caseInvalidBatches},

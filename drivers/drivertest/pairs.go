@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,6 +74,41 @@ func (h *pairHits) add(o pairHits) {
 	}
 }
 
+// notApplicable says why pair p cannot occur with a driver that declared
+// caps and showed chances over its directed and randomized case runs, or ""
+// when it can (and must then be exercised). Only a pair that no call could
+// ever have raced is excused: a driver that kept even one call in flight
+// past Submit must exercise every pair.
+func notApplicable(p Pair, caps drivers.Capabilities, ch pairChances) string {
+	inline := fmt.Sprintf("each of the %d calls the cases submitted had access ENDED when Submit returned: no call was ever in flight to race a", ch.calls)
+	switch p {
+	case CancelVsCompletion:
+		if !caps.CanCancel {
+			return "the driver declares CanCancel=false: Cancel answers UNSUPPORTED and starts no race with completion"
+		}
+		if ch.calls > 0 && ch.pending == 0 {
+			return inline + " cancel"
+		}
+	case ShutdownVsInFlight:
+		if ch.calls > 0 && ch.pending == 0 {
+			return inline + " shutdown"
+		}
+	case UnregisterVsInFlight:
+		if ch.calls > 0 && ch.pending == 0 {
+			return inline + "n unregister"
+		}
+	case RepeatedKeyInFlight:
+		if ch.calls > 0 && ch.pending == 0 {
+			return inline + " submit of the same key"
+		}
+	case DrainVsLateCallback:
+		if ch.calls > 0 && ch.unsettled == 0 && ch.late == 0 {
+			return fmt.Sprintf("each of the %d calls the cases submitted had final results and access ENDED when Submit returned, and every callback ran before Submit returned: a drain has no late callback to race", ch.calls)
+		}
+	}
+	return ""
+}
+
 func (h pairHits) list() []PairCount {
 	out := make([]PairCount, numPairs)
 	for i := range out {
@@ -100,6 +136,25 @@ type PairCounter struct {
 	drainGen int  // bumped by every Drain that was not done
 	shutSeen bool // ShuttingDown announced the current shutdown
 	nsub     int
+	// What SubmitReturned was told, for deciding which pairs can occur.
+	returned map[drivers.CallID]bool // calls whose Submit has returned
+	seen     pairChances
+}
+
+// pairChances is what a run showed of the chances a driver gives the race
+// pairs: how many accepted calls were looked at right after Submit
+// returned, how many of them still had access PENDING then, how many had
+// anything still to come (access not ENDED or a row not final), and how
+// many callbacks ran after their call's Submit had returned.
+type pairChances struct {
+	calls, pending, unsettled, late int
+}
+
+func (a *pairChances) add(b pairChances) {
+	a.calls += b.calls
+	a.pending += b.pending
+	a.unsettled += b.unsettled
+	a.late += b.late
 }
 
 type pcCall struct {
@@ -120,10 +175,35 @@ var (
 // NewPairCounter returns a counter with nothing counted.
 func NewPairCounter() *PairCounter {
 	return &PairCounter{
-		calls:  map[drivers.CallID]*pcCall{},
-		live:   map[drivers.Handle]drivers.Region{},
-		closed: map[drivers.Handle]bool{},
+		calls:    map[drivers.CallID]*pcCall{},
+		live:     map[drivers.Handle]drivers.Region{},
+		closed:   map[drivers.Handle]bool{},
+		returned: map[drivers.CallID]bool{},
 	}
+}
+
+// SubmitReturned tells the counter what an accepted call looked like the
+// moment its Submit returned: its access, and whether every row had a
+// final result. The suite tells it only on the simulator, where nothing
+// runs between Submit's return and that read; a counter never told assumes
+// nothing (every pair may occur).
+func (p *PairCounter) SubmitReturned(id drivers.CallID, acc drivers.Access, final bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.returned[id] = true
+	p.seen.calls++
+	if acc == drivers.AccessPending {
+		p.seen.pending++
+	}
+	if acc != drivers.AccessEnded || !final {
+		p.seen.unsettled++
+	}
+}
+
+func (p *PairCounter) chances() pairChances {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seen
 }
 
 // Hits returns the counts, in [Pairs] order.
@@ -278,6 +358,9 @@ func (p *PairCounter) Cancelled(_ time.Duration, id drivers.CallID, _ drivers.Ca
 // Callback implements monitor.CallbackObserver.
 func (p *PairCounter) Callback(_ time.Duration, id drivers.CallID) {
 	p.mu.Lock()
+	if p.returned[id] {
+		p.seen.late++
+	}
 	if c := p.calls[id]; c != nil && !c.lateSeen && c.drainGen < p.drainGen {
 		c.lateSeen = true
 		p.hits[DrainVsLateCallback]++

@@ -39,7 +39,8 @@ type Report struct {
 	Selected []string     `json:"selected,omitempty"`
 	Rules    []RuleResult `json:"rules"`
 	// RacePairs counts how often each dangerous pair was exercised, in a
-	// fixed order; a pair never hit is a gap.
+	// fixed order; a pair never hit is a gap, unless it is not applicable
+	// to the driver (PairCount.NotApplicable says why).
 	RacePairs []PairCount `json:"race_pairs"`
 	// Swarm sums up the backend-driven randomized runs (fuzz/engine).
 	Swarm SwarmSummary `json:"swarm"`
@@ -72,10 +73,14 @@ type RuleResult struct {
 	Repro string `json:"repro"`
 }
 
-// PairCount is how often one race pair was exercised.
+// PairCount is how often one race pair was exercised. NotApplicable, set
+// only for a pair never hit, says why the driver cannot give it a chance
+// (what it declares, or that no call of it was ever in flight); such a pair
+// is not a gap.
 type PairCount struct {
-	Pair string `json:"pair"`
-	Hits int    `json:"hits"`
+	Pair          string `json:"pair"`
+	Hits          int    `json:"hits"`
+	NotApplicable string `json:"not_applicable,omitempty"`
 }
 
 // SwarmSummary describes the backend-driven randomized runs.
@@ -140,9 +145,18 @@ func (r *Report) Table() string {
 	}
 	b.WriteString("\nrace pairs:")
 	for _, p := range r.RacePairs {
+		if p.NotApplicable != "" {
+			fmt.Fprintf(&b, " %s=n/a", p.Pair)
+			continue
+		}
 		fmt.Fprintf(&b, " %s=%d", p.Pair, p.Hits)
 	}
 	b.WriteString("\n")
+	for _, p := range r.RacePairs {
+		if p.NotApplicable != "" {
+			fmt.Fprintf(&b, "not applicable: %s: %s\n", p.Pair, p.NotApplicable)
+		}
+	}
 	for _, g := range r.Gaps {
 		fmt.Fprintf(&b, "gap: %s\n", g)
 	}

@@ -3,6 +3,7 @@ package drivertest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/storesim/storesim/drivers/memdriver"
 	"github.com/storesim/storesim/drivers/monitor"
 	"github.com/storesim/storesim/drivers/monitor/realprobe"
+	"github.com/storesim/storesim/drivers/monitor/simprobe"
 	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/fuzz/engine"
 	"github.com/storesim/storesim/model"
@@ -84,6 +86,7 @@ type callT struct {
 	content [][]byte // PUBLISH: the bytes of each row
 	changes atomic.Int64
 	ended   bool // access ENDED seen by react
+	closed  bool // ENDED and every row final: its keys are no longer in flight
 }
 
 const maxSimSteps = 500_000
@@ -158,8 +161,11 @@ func (w *world) tune(raw drivers.Driver, opts *monitor.Options) {
 		opts.CancelBound = realprobe.Stopwatch(0)
 	case !prober:
 		// A simulated driver that calls back under its lock would deadlock
-		// the monitor's read; the bounded probe turns that into D-CB-4.
-		opts.LockProbe = realprobe.LockProbe(0)
+		// the monitor's read. simprobe runs the read on its own goroutine
+		// and decides by what the read does (returns, or parks on what the
+		// callback holds), not by how long it takes: the same seed gives
+		// the same verdict on any machine, however loaded.
+		opts.LockProbe = simprobe.LockProbe()
 	}
 }
 
@@ -365,6 +371,14 @@ func (w *world) submit(dir drivers.Direction, rows []drivers.Row) *callT {
 		}
 		return ct
 	}
+	if w.sched != nil {
+		// On the simulator nothing runs between Submit's return and this
+		// read, so it is the call's state at return: a call that was already
+		// over cannot race anything (the pair counter decides from it which
+		// race pairs can occur at all).
+		res := c.Results()
+		w.pc.SubmitReturned(c.ID(), c.Access(), !slices.ContainsFunc(res, func(s drivers.Status) bool { return !s.Final() }) && len(res) == len(rows))
+	}
 	w.mu.Lock()
 	w.calls = append(w.calls, ct)
 	w.mu.Unlock()
@@ -405,19 +419,29 @@ func (w *world) react() {
 	onEnded, onReact, draining := w.onEnded, w.onReact, w.draining && !w.drainDone
 	w.mu.Unlock()
 	for _, ct := range calls {
-		if ct.ended {
+		if ct.closed {
 			continue
 		}
 		// Results first: the monitor then reports rows final (and the
 		// recorder reads FETCH slots) before anything reacts to ENDED.
 		res := ct.c.Results()
-		if ct.c.Access() != drivers.AccessEnded {
-			continue
+		if !ct.ended {
+			if ct.c.Access() != drivers.AccessEnded {
+				continue
+			}
+			ct.ended = true
+			if onEnded != nil {
+				onEnded(ct)
+			}
 		}
-		ct.ended = true
-		w.ended(ct, res)
-		if onEnded != nil {
-			onEnded(ct)
+		// A call is over for the store only once every row is final too: a
+		// driver may end access before its rows are (a PUBLISH that staged
+		// its slots and stores them later), and until then its keys are in
+		// flight. A wrong number of results is final as it is (every row
+		// counts as FAULT).
+		if len(res) != len(ct.b.Rows) || !slices.ContainsFunc(res, func(s drivers.Status) bool { return !s.Final() }) {
+			ct.closed = true
+			w.ended(ct, res)
 		}
 	}
 	if draining {
@@ -495,6 +519,9 @@ func (w *world) finish() (out []rules.Violation) {
 	w.mu.Lock()
 	found := append([]rules.Violation(nil), w.findings...)
 	w.mu.Unlock()
+	for _, u := range w.ep.Monitor.Undecided() {
+		w.gaps = append(w.gaps, fmt.Sprintf("case %s/%s seed %d: %s", w.g.rule, w.cs.name, w.seed, u))
+	}
 	in := engine.CheckInput{
 		Endpoints: []*engine.Endpoint{w.ep}, Found: found,
 		Finished: true, Idle: idle, // Shutdown returned: no callback may come (D-CB-5)

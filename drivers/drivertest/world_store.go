@@ -82,7 +82,8 @@ func (w *world) object(key string) ([]byte, bool) {
 	return obj, obj != nil
 }
 
-// ended updates what is known of the store after a call's access ENDED.
+// ended updates what is known of the store after a call's access ENDED and
+// its rows became final.
 func (w *world) ended(ct *callT, res []drivers.Status) {
 	w.open(ct.b, -1)
 	if ct.b.Dir != drivers.Publish {
@@ -91,10 +92,14 @@ func (w *world) ended(ct *callT, res []drivers.Status) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i, r := range ct.b.Rows {
-		if w.store != nil || i >= len(res) {
+		if w.store != nil {
 			continue
 		}
-		switch res[i] {
+		st := drivers.Fault // a wrong number of results: every row FAULT
+		if len(res) == len(ct.b.Rows) {
+			st = res[i]
+		}
+		switch st {
 		case drivers.OK:
 			if w.absent[r.Key] && w.pubOpen[r.Key] == 0 && !w.unknown[r.Key] {
 				w.objects[r.Key] = ct.content[i]

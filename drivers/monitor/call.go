@@ -257,16 +257,21 @@ func (m *Monitor) wrapCallback(rec *callRec, user func()) func() {
 		} else {
 			m.mu.Unlock()
 			v := rec.facts.Load()
-			res, acc, why := m.snapshot(inner)
+			res, acc, pr := m.snapshot(inner)
 			m.mu.Lock()
 			rec.callbacks++
 			m.callbackEventLocked(rec)
-			if why == "" {
+			switch pr.Verdict {
+			case ReadReturned:
 				m.observeLocked(rec, res, acc, v)
 				m.signalLocked(rec, res, acc)
-			} else {
+			case ReadBlocked:
 				rec.unknown = true
-				m.violateLocked(rules.Violation{Rule: rules.DCB4, Call: uint64(rec.id), Row: -1, Detail: why})
+				m.violateLocked(rules.Violation{Rule: rules.DCB4, Call: uint64(rec.id), Row: -1, Detail: pr.Observed})
+			default:
+				rec.unknown = true
+				m.undecided = append(m.undecided, fmt.Sprintf("%s at %v seed=%d call %d: could not decide whether the callback ran under a lock the read needs: %s",
+					rules.DCB4, m.now(), m.opts.Seed, rec.id, pr.Observed))
 			}
 			m.mu.Unlock()
 		}
@@ -297,25 +302,30 @@ func (m *Monitor) callbackEventLocked(c *callRec) {
 }
 
 // snapshot reads the call's state from inside its callback without
-// deadlocking on a driver that calls back under its lock (D-CB-4). A non-empty
-// why means the read was not done because the lock is held.
-func (m *Monitor) snapshot(c drivers.Call) (res []drivers.Status, acc drivers.Access, why string) {
+// deadlocking on a driver that calls back under its lock (D-CB-4). Unless
+// the verdict is ReadReturned, res and acc are not the call's state and
+// Observed says what was seen instead.
+func (m *Monitor) snapshot(c drivers.Call) (res []drivers.Status, acc drivers.Access, pr ProbeResult) {
 	if m.opts.LockProbe != nil {
 		var r []drivers.Status
 		var a drivers.Access
-		if !m.opts.LockProbe(func() { r, a = readState(c) }) {
-			return nil, 0, "a read of the call from inside its callback did not return within the probe's bound: callback under the driver's lock"
+		pr = m.opts.LockProbe(func() { r, a = readState(c) })
+		switch pr.Verdict {
+		case ReadReturned:
+			return r, a, ProbeResult{}
+		case ReadBlocked:
+			pr.Observed = "a read of the call from inside its callback " + pr.Observed + ": the callback ran while the driver held a lock the read needs"
 		}
-		return r, a, ""
+		return nil, 0, pr
 	}
 	if p, ok := c.(LockProber); ok && p.Locked() {
-		return nil, 0, "the call's lock was held while its callback ran"
+		return nil, 0, ProbeResult{Verdict: ReadBlocked, Observed: "the call's lock was held while its callback ran (LockProber)"}
 	}
 	if m.prober != nil && m.prober.Locked() {
-		return nil, 0, "the driver's lock was held while a callback ran"
+		return nil, 0, ProbeResult{Verdict: ReadBlocked, Observed: "the driver's lock was held while a callback ran (LockProber)"}
 	}
 	res, acc = readState(c)
-	return res, acc, ""
+	return res, acc, ProbeResult{}
 }
 
 // refresh reads a call's state (outside the lock) and records it.

@@ -64,14 +64,22 @@
 // a real driver may legally call back that early (D-CB-4).
 //
 // Callback under the driver's lock (D-CB-4): before reading the driver from
-// inside the callback the monitor probes whether that read would block. With
-// Options.LockProbe set (real drivers; see package drivers/monitor/realprobe)
-// the read runs through the probe, which bounds it in wall time; a read that
-// does not return in time is D-CB-4. Otherwise, when the driver or the call
+// inside the callback the monitor probes whether that read would block.
+// With Options.LockProbe set the read runs through the probe, which answers
+// returned, blocked (D-CB-4, with what it observed) or undecided (listed by
+// [Monitor.Undecided], not a violation). Package
+// drivers/monitor/realprobe's probe is for concurrent drivers: a wall-clock
+// bound, and a read that misses it is re-checked for much longer before it
+// counts as blocked (a read blocked by what the callback holds cannot return
+// while the callback waits for it; one that returns late was only slow).
+// Package drivers/monitor/simprobe's is for simulated drivers: it waits until
+// the read has returned or parked on a lock or channel, which on the
+// simulator's single goroutine can only be what the callback holds — a
+// verdict that needs no clock. Otherwise, when the driver or the call
 // implements [LockProber] (a TryLock on its mutex — exact for the
 // single-threaded simulated drivers), a held lock is D-CB-4 and the read is
 // skipped, so the monitor does not deadlock on a non-reentrant mutex. With
-// neither, the monitor reads directly and cannot see D-CB-4.
+// none of these, the monitor reads directly and cannot see D-CB-4.
 //
 // No callback after Shutdown returned (D-CB-5): any wrapped callback that
 // starts after the first Shutdown returned. A callback for a refused Submit

@@ -34,12 +34,15 @@ type Options struct {
 	// row of call id; a FETCH FAULT of a key known absent is then not
 	// D-MISS-HONEST. Nil means "no fault was injected anywhere".
 	Injected func(id drivers.CallID, row int) bool
-	// LockProbe, when set, runs read (a Results/Access read of the driver)
-	// and reports false when it did not return within its bound: the driver
-	// called back while holding a lock the read needs (D-CB-4). Use it for
-	// concurrent drivers (realprobe.LockProbe); simulated drivers implement
-	// [LockProber] instead.
-	LockProbe func(read func()) bool
+	// LockProbe, when set, runs read (a Results/Access read of the call,
+	// from inside the call's callback) and says whether it returned, could
+	// not return while the callback runs (the driver called back while
+	// holding a lock the read needs: D-CB-4), or could not be decided (see
+	// [Monitor.Undecided]). Concurrent drivers use realprobe.LockProbe (a
+	// wall-clock bound, re-checked before it blocks); simulated drivers
+	// implement [LockProber], or are probed with simprobe.LockProbe, which
+	// decides without a clock.
+	LockProbe func(read func()) ProbeResult
 	// CancelBound, when set, runs cancel and reports false when it did not
 	// return within its bound (D-CAN-1; realprobe.Stopwatch). When nil, the
 	// monitor uses the inline-completion heuristic of the package doc, which
@@ -86,6 +89,7 @@ type Monitor struct {
 
 	violations []rules.Violation
 	seen       map[vkey]bool
+	undecided  []string // lock probes that could not decide (D-CB-4)
 }
 
 // SizeStat counts Submits of valid batches of one size, for the
@@ -149,6 +153,16 @@ func (m *Monitor) Violations() []rules.Violation {
 	vs := slices.Clone(m.violations)
 	rules.Sort(vs)
 	return vs
+}
+
+// Undecided lists the reads whose lock probe (Options.LockProbe) could not
+// decide whether the callback held a lock the read needs (D-CB-4), one line
+// each with the call, time and seed. They are not violations; a caller that
+// certifies should report them as what it could not show.
+func (m *Monitor) Undecided() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.undecided)
 }
 
 func (m *Monitor) now() time.Duration {

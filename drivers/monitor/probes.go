@@ -31,3 +31,29 @@ type LiveReporter interface {
 type BoundReporter interface {
 	Bound(mem drivers.Memory) bool
 }
+
+// ReadVerdict is what a lock probe (Options.LockProbe) concluded about one
+// read of a call made from inside the call's own callback (D-CB-4).
+type ReadVerdict uint8
+
+const (
+	// ReadReturned: the read returned; nothing the callback held stopped it.
+	ReadReturned ReadVerdict = iota
+	// ReadBlocked: the read cannot return while the callback runs: the
+	// driver called back holding a lock (or other resource) the read needs.
+	// The monitor reports D-CB-4.
+	ReadBlocked
+	// ReadUndecided: the probe could not tell either way. Not a violation:
+	// the monitor lists it in [Monitor.Undecided], and a certification
+	// reports it as something it could not show.
+	ReadUndecided
+)
+
+// ProbeResult is a lock probe's answer about one read: its verdict and,
+// in words for the report, what it observed ("parked in sync.Mutex.Lock
+// while the callback ran", "did not return within 100ms, nor within 5s
+// more"). The zero value is a read that returned.
+type ProbeResult struct {
+	Verdict  ReadVerdict
+	Observed string
+}

@@ -240,24 +240,28 @@ func (c *call) publish(ctx context.Context) {
 		return
 	}
 	var idx []int
-	cmds := make(rueidis.Commands, 0, len(c.rows))
-	for i, row := range c.rows {
+	for i := range c.rows {
 		if read[i] && c.results[i] == drivers.Pending {
 			idx = append(idx, i)
-			cmds = append(cmds, d.setCmd(d.cfg.Prefix+row.Key, vals[i]))
 		}
 	}
 	d.mu.Unlock()
-	if len(cmds) == 0 {
+	if len(idx) == 0 {
 		return
 	}
 
 	// From here on the SETs are the client's: a cancellation may still see
 	// them applied by the server, so no row is NOT_ATTEMPTED any more.
-	resps := d.client.DoMulti(ctx, cmds...)
+	resps := d.doMulti(ctx, func() rueidis.Commands {
+		cmds := make(rueidis.Commands, len(idx))
+		for j, i := range idx {
+			cmds[j] = d.setCmd(d.cfg.Prefix+c.rows[i].Key, vals[i])
+		}
+		return cmds
+	})
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(resps) != len(cmds) {
+	if len(resps) != len(idx) {
 		c.reportPendingLocked(drivers.Fault)
 		return
 	}
@@ -309,12 +313,14 @@ func (c *call) fetch(ctx context.Context) {
 		return
 	}
 	d.mu.Unlock()
-	cmds := make(rueidis.Commands, len(c.rows))
-	for i, row := range c.rows {
-		cmds[i] = d.client.B().Get().Key(d.cfg.Prefix + row.Key).Build()
-	}
-	resps := d.client.DoMulti(ctx, cmds...)
-	if len(resps) != len(cmds) {
+	resps := d.doMulti(ctx, func() rueidis.Commands {
+		cmds := make(rueidis.Commands, len(c.rows))
+		for i, row := range c.rows {
+			cmds[i] = d.client.B().Get().Key(d.cfg.Prefix + row.Key).Build()
+		}
+		return cmds
+	})
+	if len(resps) != len(c.rows) {
 		// No slot was touched and none will be: FAULT, access still provable.
 		d.mu.Lock()
 		c.reportPendingLocked(drivers.Fault)

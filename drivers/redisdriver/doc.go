@@ -67,6 +67,13 @@
 // in the store); a FETCH's slot is never written after its row's result was
 // reported.
 //
+// One call's cancellation never fails another: rueidis sets its pipelined
+// connections up lazily, with the context of the first command that needs
+// one, and fails every command waiting for that connection when that
+// context ends mid-dial. A pipeline that failed only that way (every reply
+// context.Canceled while the call's own context is alive) never reached the
+// server and is sent again (a bounded number of times).
+//
 // # Broken variants
 //
 // Nothing here is broken on purpose. The broken Redis drivers that prove

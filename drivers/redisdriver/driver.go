@@ -213,11 +213,13 @@ func (d *Driver) Contains(ctx context.Context, keys []string) ([]bool, error) {
 		ctx, stop = context.WithTimeout(ctx, d.cfg.Timeout)
 		defer stop()
 	}
-	cmds := make(rueidis.Commands, len(keys))
-	for i, k := range keys {
-		cmds[i] = d.client.B().Exists().Key(d.cfg.Prefix + k).Build()
-	}
-	resps := d.client.DoMulti(ctx, cmds...)
+	resps := d.doMulti(ctx, func() rueidis.Commands {
+		cmds := make(rueidis.Commands, len(keys))
+		for i, k := range keys {
+			cmds[i] = d.client.B().Exists().Key(d.cfg.Prefix + k).Build()
+		}
+		return cmds
+	})
 	if len(resps) != len(keys) {
 		return nil, fmt.Errorf("%w: D-LOOK-2: %d answers for %d keys", drivers.ErrLookupFailed, len(resps), len(keys))
 	}
@@ -365,6 +367,46 @@ wait:
 		d.client.Close() // returns once the client's pending commands are done
 	}
 	return labels
+}
+
+// maxSetupRetries bounds how often one pipeline is sent again after the
+// connection it waited for could not be set up because another caller's
+// context ended (see doMulti).
+const maxSetupRetries = 8
+
+// doMulti sends one pipeline built by build and returns its replies. It
+// sends it again (rebuilt: rueidis recycles sent commands) when the
+// connection it was queued on could not be set up because *another*
+// caller's context ended. rueidis dials and handshakes each of its pipelined
+// connections lazily, with the context of the first command that needs it,
+// and hands the outcome to every command waiting for that connection: when
+// the first command's call is cancelled (Cancel, or Shutdown cancelling the
+// calls in flight) mid-dial, every other call queued on that connection gets
+// "dial tcp …: operation was canceled" although its own context is alive,
+// and would report FAULT — for a FETCH of an absent key a miss reported as a
+// fault (D-MISS-HONEST), seen on loaded machines. Such a failure is always
+// context.Canceled (a real outage is never that) and hits every command of
+// the pipeline before any is written, so nothing reached the server and
+// sending again is safe for GET, EXISTS and SET NX alike.
+func (d *Driver) doMulti(ctx context.Context, build func() rueidis.Commands) []rueidis.RedisResult {
+	for try := 0; ; try++ {
+		resps := d.client.DoMulti(ctx, build()...)
+		if try == maxSetupRetries || ctx.Err() != nil || !foreignCancel(resps) {
+			return resps
+		}
+	}
+}
+
+// foreignCancel reports whether every reply failed with context.Canceled:
+// a connection set-up aborted by a cancelled context, which is not the
+// caller's when the caller's context is alive.
+func foreignCancel(resps []rueidis.RedisResult) bool {
+	for _, r := range resps {
+		if !errors.Is(r.Error(), context.Canceled) {
+			return false
+		}
+	}
+	return len(resps) > 0
 }
 
 // Flush deletes every key under the driver's prefix (SCAN MATCH, then one

@@ -1,6 +1,9 @@
 package engine
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // BenchmarkRunSeed is the full pipeline per seed: generate a 100-op log, run
 // it on the scheduler with the monitor, recorder, lender and backend, and
@@ -21,4 +24,31 @@ func BenchmarkRunSeed(b *testing.B) {
 	}
 	b.ReportMetric(float64(seed)/b.Elapsed().Seconds(), "seeds/s")
 	b.ReportMetric(float64(steps)/float64(seed), "events/seed")
+}
+
+// BenchmarkModelCost is what the reference model of the backend
+// (model/refine) costs: the same seeds with and without it, alternating in
+// one loop, so the ratio holds on a noisy machine. Reported as with/without
+// (wall time per seed).
+//
+//	go test -bench ModelCost -run '^$' -count 5 ./fuzz/engine
+func BenchmarkModelCost(b *testing.B) {
+	var with, without time.Duration
+	seed := uint64(0)
+	for b.Loop() {
+		for _, off := range []bool{seed%2 == 0, seed%2 != 0} {
+			t0 := time.Now()
+			res := RunSeed(seed, Config{noModel: off})
+			if res.Verdict != Pass {
+				b.Fatalf("%s (repro: %s)", res.Summary(), res.Repro())
+			}
+			if off {
+				without += time.Since(t0)
+			} else {
+				with += time.Since(t0)
+			}
+		}
+		seed++
+	}
+	b.ReportMetric(float64(with)/float64(without), "with/without")
 }

@@ -78,7 +78,10 @@ type EndpointOptions struct {
 	// cancel and shut down through the Endpoint (Admit, Cancel, Shutdown) and
 	// call the model after every scheduler step.
 	Model bool
-	_     struct{}
+	// Lies, in a simulated run, are contract-breaking answers told to the
+	// backend between the monitor and the backend (lies.go).
+	Lies Lies
+	_    struct{}
 }
 
 // Endpoint is one endpoint of a run: a driver wrapped in the contract
@@ -215,6 +218,9 @@ func (ep *Endpoint) Register() error {
 		cfg.OnChange = func(a *backend.Attempt) { ep.Lender.OnChange(a); f(a) }
 	}
 	d := ep.Monitor.Driver()
+	if ep.opts.Lies.any() && ep.opts.Sched != nil {
+		d = newLiar(d, ep.opts.Lies, sim.NewRand(sim.SubSeed(ep.opts.Seed, "liar/"+ep.Name)))
+	}
 	if ep.opts.Model && ep.opts.Sched != nil {
 		ep.Ref = refine.New(refine.Config{Endpoint: ep.Name, Clock: ep.opts.RT, Seed: ep.opts.Seed})
 		d = ep.Ref.Wrap(d)

@@ -95,7 +95,10 @@ type Config struct {
 	// Observers, when set, adds monitor observers to an endpoint (the
 	// conformance suite counts race pairs on every endpoint's monitor).
 	Observers func(endpoint string) []monitor.Observer
-	_         struct{}
+	// noModel leaves the reference model out: only BenchmarkModelCost
+	// sets it, to measure what the model costs.
+	noModel bool
+	_       struct{}
 }
 
 func (c Config) withDefaults() Config {
@@ -129,14 +132,19 @@ func Plan(seed uint64, cfg Config) *workload.Log {
 			// A registration that fails, and whose rollback fails too, leaves
 			// regions in doubt (D-TOG-2): rare in the swarm's mix, so one
 			// endpoint in ten is given registration trouble on purpose.
-			if sim.NewRand(sim.SubSeed(seed, "faults/registration/"+endpoint)).Chance(0.1) {
+			lines := swarmLies(seed, endpoint)
+			if reg := sim.NewRand(sim.SubSeed(seed, "faults/registration/"+endpoint)); reg.Chance(0.1) {
 				m.TogetherFail, m.RollbackFail = 0.5, 0.8
+				// Half the time the driver's shutdown labels are lost too: the
+				// backend must then name its regions in doubt itself (B-SHUT).
+				if reg.Chance(0.5) {
+					lines = append(lines, "fault lie-shutdown-labels rate=1")
+				}
 			}
-			mix := m.String()
-			if mix == "" {
-				return nil
+			if mix := m.String(); mix != "" {
+				lines = append(strings.Split(strings.TrimSpace(mix), "\n"), lines...)
 			}
-			return strings.Split(strings.TrimSpace(mix), "\n")
+			return lines
 		}
 	}
 	return workload.Generate(seed, gen)
@@ -242,7 +250,11 @@ func (r *run) storeEvent(e memdriver.StoreEvent) {
 // error is the log's (ErrBadLog: a bad fault line, region shape, backend
 // config, an unknown driver name) unless Config.Factory failed.
 func (r *run) endpoint(spec workload.Endpoint) (*Endpoint, error) {
-	mix, err := memdriver.ParseFaultMix(strings.Join(spec.Faults, "\n"))
+	lies, faults, err := splitLies(spec.Faults)
+	if err != nil {
+		return nil, fmt.Errorf("%w: endpoint %s: %w", ErrBadLog, spec.Name, err)
+	}
+	mix, err := memdriver.ParseFaultMix(strings.Join(faults, "\n"))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadLog, err)
 	}
@@ -253,7 +265,7 @@ func (r *run) endpoint(spec workload.Endpoint) (*Endpoint, error) {
 	o.RT, o.Sched, o.Store, o.Faults = r.s, r.s, r.store, mix
 	o.Recorder = model.RecorderOptions{Sequence: &r.seq, StoreLogComplete: true, Lookups: true}
 	o.Backend.DrainTimeout = time.Millisecond
-	o.Model = true
+	o.Model, o.Lies = !r.cfg.noModel, lies
 	o.OnAttempt = func(a *backend.Attempt) { r.attemptChanged(spec.Name, a) }
 	ep, err := NewEndpoint(o)
 	if err != nil && (r.cfg.Factory == nil || !errors.Is(err, ErrDriver)) {

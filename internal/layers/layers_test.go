@@ -38,6 +38,7 @@ var layer = map[string]int{
 	"model/refine":              3,
 	"drivers/monitor":           3,
 	"drivers/monitor/realprobe": 3,
+	"drivers/monitor/simprobe":  3,
 
 	"fuzz/workload": 4,
 	"fuzz/registry": 4,

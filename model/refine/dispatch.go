@@ -30,7 +30,7 @@ func (m *Model) head() *batch {
 // committed reports whether the backend committed a's outcome (an attempt
 // still being admitted is not).
 func (m *Model) committed(a *attempt) bool {
-	return a.view != nil && a.view.Outcome().State != backend.Pending
+	return a.view != nil && a.view.State() != backend.Pending
 }
 
 func (m *Model) needsLookup(dir drivers.Direction) bool {

@@ -16,6 +16,7 @@ import (
 // (*backend.Attempt implements it).
 type AttemptView interface {
 	ID() uint64
+	State() backend.State // the outcome's kind, without copying it
 	Outcome() backend.Outcome
 	Access() drivers.Access
 }
@@ -51,6 +52,9 @@ type Model struct {
 	recheck *call   // a publish call whose declined rows must be looked up next
 
 	shut shutState
+
+	dirty  bool // a fact arrived since the last step was judged
+	qdirty bool // ... since the last quiescent point was judged
 
 	found []rules.Violation
 	seen  map[string]bool // rule+attempt already reported
@@ -91,6 +95,7 @@ type attempt struct {
 	touched    bool          // seen in this step
 	stopDue    bool          // committed Failed or Cancelled in this step
 	noRoom     string        // why B-BOUND refuses it at admission ("" if it fits)
+	bad        string        // why the view is malformed ("" if it is not)
 }
 
 type phase uint8
@@ -181,6 +186,7 @@ func (m *Model) guard(f func()) {
 // event marks a new boundary event: a first lookup not followed by its
 // Submit is settled first.
 func (m *Model) event() {
+	m.dirty = true
 	m.settleLookup()
 	m.checkRecheck()
 }
@@ -258,7 +264,8 @@ func (m *Model) Admitting(dir drivers.Direction, v drivers.View) {
 	m.event()
 	a := &attempt{dir: dir, rows: slices.Clone(v.Rows), mask: slices.Clone(v.Mask), served: make([]bool, len(v.Rows))}
 	m.admitting = a
-	if why := m.malformed(dir, v); why != "" || m.closed() != "" {
+	a.bad = m.malformed(dir, v)
+	if a.bad != "" || m.closed() != "" {
 		return // expected refused: nothing may be dispatched
 	}
 	active := m.active(v)
@@ -283,8 +290,7 @@ func (m *Model) Admitted(av AttemptView, err error) {
 	if a == nil {
 		return
 	}
-	v := drivers.View{Rows: a.rows, Mask: a.mask}
-	why := m.malformed(a.dir, v)
+	why := a.bad
 	if why == "" {
 		why = m.closed()
 	}
@@ -337,11 +343,6 @@ func (m *Model) malformed(dir drivers.Direction, v drivers.View) string {
 	if !m.caps.Supports(dir) {
 		return fmt.Sprintf("the driver does not support %v", dir)
 	}
-	type slot struct {
-		h drivers.Handle
-		s int
-	}
-	seen := map[slot]bool{}
 	for i, r := range v.Rows {
 		if !v.Mask[i] {
 			continue
@@ -349,10 +350,11 @@ func (m *Model) malformed(dir drivers.Direction, v drivers.View) string {
 		if r.Key == "" {
 			return fmt.Sprintf("view row %d has an empty key", i)
 		}
-		if seen[slot{r.Handle, r.Slot}] {
-			return fmt.Sprintf("two masked-in rows use slot %d of handle %d", r.Slot, r.Handle)
+		for j := range i {
+			if v.Mask[j] && v.Rows[j].Handle == r.Handle && v.Rows[j].Slot == r.Slot {
+				return fmt.Sprintf("two masked-in rows use slot %d of handle %d", r.Slot, r.Handle)
+			}
 		}
-		seen[slot{r.Handle, r.Slot}] = true
 	}
 	return ""
 }

@@ -61,6 +61,7 @@ type fakeAttempt struct {
 	acc drivers.Access
 }
 
+func (a *fakeAttempt) State() backend.State     { return a.out.State }
 func (a *fakeAttempt) ID() uint64               { return a.id }
 func (a *fakeAttempt) Outcome() backend.Outcome { return a.out }
 func (a *fakeAttempt) Access() drivers.Access   { return a.acc }

@@ -23,7 +23,7 @@ func (m *Model) ShutdownAsked() {
 	}
 	m.shut.asked, m.shut.askedAt = true, m.now()
 	for _, a := range m.attempts {
-		if a.view.Outcome().State == backend.Pending {
+		if a.view.State() == backend.Pending {
 			a.cancelAsk, a.touched = true, true
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 // touch marks a for judging at the end of the step.
 func (m *Model) touch(a *attempt) {
+	m.dirty = true
 	if a != nil && a.view != nil && !a.done {
 		a.touched = true
 	}
@@ -59,16 +60,17 @@ func allComplete(a *attempt) bool {
 // judge compares the backend's attempt with the model after a step.
 func (m *Model) judge(a *attempt) {
 	a.touched = false
-	o := a.view.Outcome()
+	st := a.view.State()
 	prev := a.state
-	if prev != backend.Pending && o.State != prev {
-		m.fail(rules.BOutcome, a, 0, "changed", fmt.Sprintf("its outcome was committed %v, and is now %v (the first commit wins)", prev, o))
+	if prev != backend.Pending && st != prev {
+		m.fail(rules.BOutcome, a, 0, "changed", fmt.Sprintf("its outcome was committed %v, and is now %v (the first commit wins)", prev, a.view.Outcome()))
 		return
 	}
-	if prev == backend.Pending && o.State != backend.Pending {
-		m.committedNow(a, o)
+	if prev == backend.Pending && st != backend.Pending {
+		m.committedNow(a, a.view.Outcome())
 	}
-	a.state = o.State
+	a.state = st
+	o := backend.Outcome{State: st}
 	if o.State == backend.Pending {
 		switch {
 		case a.cancelAsk:
@@ -141,7 +143,7 @@ func (m *Model) stopped(a *attempt) {
 		if !m.caps.CanCancel {
 			continue
 		}
-		m.fail(rules.BCancel, a, c.id, "forward", fmt.Sprintf("it is %v, but its running call %d (%s) was never cancelled", a.view.Outcome().State, c.id, m.callStates(a)))
+		m.fail(rules.BCancel, a, c.id, "forward", fmt.Sprintf("it is %v, but its running call %d (%s) was never cancelled", a.view.State(), c.id, m.callStates(a)))
 		return
 	}
 }
@@ -176,7 +178,7 @@ func (m *Model) Quiesced(avs []AttemptView, got bool) {
 func (m *Model) Cancelling(av AttemptView) {
 	m.event()
 	if a := m.byView[av]; a != nil {
-		a.askNow = av.Outcome().State == backend.Pending
+		a.askNow = av.State() == backend.Pending
 		a.cancelAsk = a.cancelAsk || a.askNow
 		a.touched = true
 	}
@@ -211,10 +213,14 @@ func (m *Model) judgeNow(a *attempt) {
 // not idle while it could act (B-PROGRESS), and its gauges must equal the
 // model's.
 func (m *Model) AfterStep(quiescent bool) {
-	m.event()
-	for _, a := range m.attempts {
-		if a.touched && !a.done {
-			m.judgeNow(a)
+	m.settleLookup()
+	m.checkRecheck()
+	if m.dirty {
+		m.dirty, m.qdirty = false, true
+		for _, a := range m.attempts {
+			if a.touched && !a.done {
+				m.judgeNow(a)
+			}
 		}
 	}
 	if m.shut.asked && !m.shut.driverShut && !m.shut.late && m.now() > m.shut.askedAt+m.bcfg.DrainTimeout {
@@ -222,9 +228,10 @@ func (m *Model) AfterStep(quiescent bool) {
 		m.fail(rules.BShut, nil, 0, "deadline", fmt.Sprintf("shutdown began at %v with a drain deadline of %v, and the driver was still not shut down at %v",
 			m.shut.askedAt, m.bcfg.DrainTimeout, m.now()))
 	}
-	if !quiescent || !m.ready {
-		return
+	if !quiescent || !m.ready || !m.qdirty {
+		return // nothing changed since the last quiescent point was judged
 	}
+	m.qdirty = false
 	m.compact()
 	for _, a := range m.attempts {
 		if !a.done {
@@ -234,6 +241,9 @@ func (m *Model) AfterStep(quiescent bool) {
 	if h := m.head(); h != nil && m.inFlight() < m.bcfg.MaxCallsInFlight && !m.shut.asked {
 		m.fail(rules.BProgress, h.a, 0, "idle", fmt.Sprintf("batch %q waits to be dispatched and %d of %d in-flight slots are free, but the backend is idle",
 			keysOf(h.rows), m.bcfg.MaxCallsInFlight-m.inFlight(), m.bcfg.MaxCallsInFlight))
+	}
+	if nq := m.queued(); nq > m.bcfg.MaxQueuedCalls {
+		m.fail(rules.BBound, nil, 0, fmt.Sprintf("queued/%d", len(m.found)), fmt.Sprintf("%d batches wait to be dispatched (MaxQueuedCalls %d)", nq, m.bcfg.MaxQueuedCalls))
 	}
 	if m.stats != nil {
 		st := m.stats()

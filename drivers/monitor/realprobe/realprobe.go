@@ -9,23 +9,47 @@
 // them in a simulated run: wall time would make its verdicts unrepeatable.
 package realprobe
 
-import "time"
+import (
+	"fmt"
+	"time"
+
+	"github.com/storesim/storesim/drivers/monitor"
+)
 
 // DefaultBound is a bound generous enough for a loaded CI machine yet far
 // below what a lock held for a whole transfer costs.
 const DefaultBound = 100 * time.Millisecond
 
-// LockProbe returns a monitor.Options.LockProbe: it runs read on a new
-// goroutine and reports whether it returned within bound. A read that blocks
-// (the driver called back while holding the lock the read needs) is left to
-// finish on its own when the driver releases the lock; its results are then
-// discarded. bound <= 0 means DefaultBound.
-func LockProbe(bound time.Duration) func(read func()) bool {
+// DefaultRecheck is how much longer LockProbe waits for a read that missed
+// its bound before it calls the read blocked.
+const DefaultRecheck = 5 * time.Second
+
+// LockProbe returns a monitor.Options.LockProbe for concurrent drivers: it
+// runs read on a new goroutine and waits for it for bound (<= 0:
+// DefaultBound), then, if it has not returned, re-checks for DefaultRecheck
+// more. A read blocked on a lock that the callback's goroutine holds cannot
+// return while the probe waits (the callback is the one waiting), so a read
+// that returns at any point was not blocked — only late, on a loaded
+// machine — and is not a violation; only a read still out after the re-check
+// is reported blocked, and the report says it is a wall-clock timeout. A
+// blocked read is left to finish on its own when the driver releases the
+// lock; its results are then discarded.
+func LockProbe(bound time.Duration) func(read func()) monitor.ProbeResult {
+	return LockProbeRecheck(bound, DefaultRecheck)
+}
+
+// LockProbeRecheck is LockProbe with the re-check's length (<= 0:
+// DefaultRecheck).
+func LockProbeRecheck(bound, recheck time.Duration) func(read func()) monitor.ProbeResult {
 	if bound <= 0 {
 		bound = DefaultBound
 	}
-	return func(read func()) bool {
+	if recheck <= 0 {
+		recheck = DefaultRecheck
+	}
+	return func(read func()) monitor.ProbeResult {
 		done := make(chan struct{})
+		start := time.Now()
 		go func() {
 			defer close(done)
 			read()
@@ -34,9 +58,16 @@ func LockProbe(bound time.Duration) func(read func()) bool {
 		defer t.Stop()
 		select {
 		case <-done:
-			return true
+			return monitor.ProbeResult{}
 		case <-t.C:
-			return false
+		}
+		t.Reset(recheck)
+		select {
+		case <-done:
+			return monitor.ProbeResult{Observed: fmt.Sprintf("returned after %v, past the %v bound but within the re-check: late, not blocked", time.Since(start).Round(time.Millisecond), bound)}
+		case <-t.C:
+			return monitor.ProbeResult{Verdict: monitor.ReadBlocked,
+				Observed: fmt.Sprintf("did not return within %v, nor within %v more on re-check (a wall-clock timeout: a read blocked by what the callback holds never returns while the callback waits for it)", bound, recheck)}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -173,7 +174,7 @@ func (d *goDriver) Shutdown(context.Context) []string {
 
 func monitored(d *goDriver, bound time.Duration) *monitor.Monitor {
 	return monitor.Wrap(d, monitor.Options{Seed: 1,
-		LockProbe: realprobe.LockProbe(bound), CancelBound: realprobe.Stopwatch(bound)})
+		LockProbe: realprobe.LockProbeRecheck(bound, 4*bound), CancelBound: realprobe.Stopwatch(bound)})
 }
 
 func hasRule(vs []rules.Violation, rule rules.ID) bool {
@@ -263,15 +264,23 @@ func TestProbesCatch(t *testing.T) {
 func TestProbes(t *testing.T) {
 	const repro = "(repro: go test ./drivers/monitor/realprobe -run TestProbes)"
 	var mu sync.Mutex
-	probe := realprobe.LockProbe(10 * time.Millisecond)
-	if !probe(func() { mu.Lock(); mu.Unlock() }) {
-		t.Fatalf("a free lock was reported held %s", repro)
+	// A long re-check for the reads that return (so load cannot flip them),
+	// a short one for the read that never does.
+	probe := realprobe.LockProbeRecheck(10*time.Millisecond, 10*time.Second)
+	short := realprobe.LockProbeRecheck(10*time.Millisecond, 30*time.Millisecond)
+	if r := probe(func() { mu.Lock(); mu.Unlock() }); r.Verdict != monitor.ReadReturned {
+		t.Fatalf("a free lock was reported %v (%s) %s", r.Verdict, r.Observed, repro)
 	}
 	mu.Lock()
-	if probe(func() { mu.Lock(); mu.Unlock() }) {
-		t.Fatalf("a held lock was reported free %s", repro)
+	if r := short(func() { mu.Lock(); mu.Unlock() }); r.Verdict != monitor.ReadBlocked || !strings.Contains(r.Observed, "re-check") {
+		t.Fatalf("a held lock was reported %v (%s), want blocked after the re-check %s", r.Verdict, r.Observed, repro)
 	}
 	mu.Unlock() // the abandoned read finishes now; goleak checks it ends
+	// A read that misses the bound but returns during the re-check is late,
+	// not blocked (a loaded machine), and says so.
+	if r := probe(func() { time.Sleep(20 * time.Millisecond) }); r.Verdict != monitor.ReadReturned || !strings.Contains(r.Observed, "late") {
+		t.Fatalf("a late read was reported %v (%s), want returned and late %s", r.Verdict, r.Observed, repro)
+	}
 	watch := realprobe.Stopwatch(10 * time.Millisecond)
 	if !watch(func() {}) || watch(func() { time.Sleep(30 * time.Millisecond) }) {
 		t.Fatalf("stopwatch misjudged %s", repro)

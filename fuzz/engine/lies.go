@@ -1,0 +1,212 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/sim"
+)
+
+// Lies are answers that break the driver contract, told to the backend on
+// purpose so the swarm reaches the backend's defences: a lookup of the wrong
+// length, a call with a wrong number of results, a Submit that fails (or
+// panics) after the transfer really started, a registration that fails after
+// it really happened, a together-registration with too few handles. The
+// liar sits between the contract monitor and the backend: the driver below
+// is honest (the monitor judges it), the backend above hears the lie (the
+// reference model judges what it does with it), and the memory oracles see
+// what really happens — a transfer that escaped really writes late.
+//
+// In an op log a lie is a fault line whose kind starts with "lie-":
+//
+//	fault A lie-lookup-short rate=0.02
+type Lies struct {
+	LookupShort     float64 // per Contains: one answer fewer, no error
+	LookupLong      float64 // per Contains: one answer more, no error
+	ResultsShort    float64 // per call: Results answers one status fewer, forever
+	SubmitEscapes   float64 // per Submit: the call runs, the backend hears an error that proves nothing
+	SubmitPanics    float64 // per Submit: the call runs, then Submit panics
+	RegisterUnknown float64 // per Register: registered, the backend hears an unknown error
+	TogetherShort   float64 // per RegisterTogether: registered, one handle fewer
+	ShutdownLabels  float64 // per Shutdown: the driver's labels are lost (the backend must name what it knows is held)
+	_               struct{}
+}
+
+var lieKinds = []struct {
+	name  string
+	field func(*Lies) *float64
+}{
+	{"lie-lookup-short", func(l *Lies) *float64 { return &l.LookupShort }},
+	{"lie-lookup-long", func(l *Lies) *float64 { return &l.LookupLong }},
+	{"lie-results-short", func(l *Lies) *float64 { return &l.ResultsShort }},
+	{"lie-submit-escapes", func(l *Lies) *float64 { return &l.SubmitEscapes }},
+	{"lie-submit-panics", func(l *Lies) *float64 { return &l.SubmitPanics }},
+	{"lie-register-unknown", func(l *Lies) *float64 { return &l.RegisterUnknown }},
+	{"lie-together-short", func(l *Lies) *float64 { return &l.TogetherShort }},
+	{"lie-shutdown-labels", func(l *Lies) *float64 { return &l.ShutdownLabels }},
+}
+
+// IsLie reports whether a fault line is a lie ("fault lie-… rate=R").
+func IsLie(line string) bool {
+	f := strings.Fields(line)
+	return len(f) >= 2 && f[0] == "fault" && strings.HasPrefix(f[1], "lie-")
+}
+
+// ErrBadLie names a lie line that does not parse.
+var ErrBadLie = errors.New("bad lie line")
+
+// splitLies parses the lie lines among an endpoint's fault lines and
+// returns the others for the driver.
+func splitLies(lines []string) (Lies, []string, error) {
+	var l Lies
+	var rest []string
+	for _, line := range lines {
+		if !IsLie(line) {
+			rest = append(rest, line)
+			continue
+		}
+		f := strings.Fields(line)
+		var field *float64
+		for _, k := range lieKinds {
+			if k.name == f[1] {
+				field = k.field(&l)
+			}
+		}
+		if field == nil || len(f) != 3 || !strings.HasPrefix(f[2], "rate=") {
+			return l, nil, fmt.Errorf("%w %q (want fault lie-KIND rate=R, KIND one of %s)", ErrBadLie, line, lieNames())
+		}
+		r, err := strconv.ParseFloat(strings.TrimPrefix(f[2], "rate="), 64)
+		if err != nil || r < 0 || r > 1 {
+			return l, nil, fmt.Errorf("%w %q: rate must be in [0, 1]", ErrBadLie, line)
+		}
+		*field = r
+	}
+	return l, rest, nil
+}
+
+func lieNames() string {
+	var n []string
+	for _, k := range lieKinds {
+		n = append(n, strings.TrimPrefix(k.name, "lie-"))
+	}
+	return strings.Join(n, ", ")
+}
+
+// swarmLies draws an endpoint's lies from the seed: none for most
+// endpoints, one to three kinds at small rates for one in four.
+func swarmLies(seed uint64, endpoint string) []string {
+	r := sim.NewRand(sim.SubSeed(seed, "lies/"+endpoint))
+	if !r.Chance(0.25) {
+		return nil
+	}
+	var out []string
+	for _, k := range lieKinds {
+		if r.Chance(0.3) {
+			rate := []float64{0.01, 0.03, 0.1}[r.Intn(3)]
+			if strings.HasPrefix(k.name, "lie-register") || strings.HasPrefix(k.name, "lie-together") || strings.HasPrefix(k.name, "lie-shutdown") {
+				rate = []float64{0.3, 0.6, 1}[r.Intn(3)] // one registration per endpoint: a lie there must be likely
+			}
+			out = append(out, fmt.Sprintf("fault %s rate=%g", k.name, rate))
+		}
+	}
+	return out
+}
+
+func (l Lies) any() bool { return l != Lies{} }
+
+// liar tells the backend the lies of mix, deciding each with its own seeded
+// stream.
+type liar struct {
+	d   drivers.Driver
+	mix Lies
+	r   *sim.Rand
+}
+
+func newLiar(d drivers.Driver, mix Lies, r *sim.Rand) drivers.Driver {
+	l := &liar{d: d, mix: mix, r: r}
+	if tr, ok := d.(drivers.TogetherRegisterer); ok {
+		return &togetherLiar{liar: l, tr: tr}
+	}
+	return l
+}
+
+func (l *liar) Capabilities() drivers.Capabilities { return l.d.Capabilities() }
+
+func (l *liar) Register(r drivers.Region) (drivers.Handle, error) {
+	h, err := l.d.Register(r)
+	if err == nil && l.r.Chance(l.mix.RegisterUnknown) {
+		return 0, errors.New("lie: registration answer lost (the region may be registered)")
+	}
+	return h, err
+}
+
+func (l *liar) Unregister(h drivers.Handle) error { return l.d.Unregister(h) }
+
+func (l *liar) Contains(ctx context.Context, keys []string) ([]bool, error) {
+	present, err := l.d.Contains(ctx, keys)
+	switch {
+	case err != nil:
+	case len(present) > 0 && l.r.Chance(l.mix.LookupShort):
+		return present[:len(present)-1], nil
+	case l.r.Chance(l.mix.LookupLong):
+		return append(present, false), nil
+	}
+	return present, err
+}
+
+func (l *liar) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error) {
+	c, err := l.d.Submit(b, onChange)
+	if err != nil {
+		return c, err
+	}
+	switch {
+	case l.r.Chance(l.mix.SubmitEscapes):
+		return nil, errors.New("lie: connection reset after the request was sent")
+	case l.r.Chance(l.mix.SubmitPanics):
+		panic("lie: the store client panicked after sending the request")
+	case l.r.Chance(l.mix.ResultsShort):
+		return shortCall{c}, nil
+	}
+	return c, nil
+}
+
+func (l *liar) Drain() drivers.DrainStatus { return l.d.Drain() }
+func (l *liar) Shutdown(ctx context.Context) []string {
+	labels := l.d.Shutdown(ctx)
+	if len(labels) > 0 && l.r.Chance(l.mix.ShutdownLabels) {
+		return nil
+	}
+	return labels
+}
+
+type togetherLiar struct {
+	*liar
+	tr drivers.TogetherRegisterer
+}
+
+func (l *togetherLiar) RegisterTogether(regions []drivers.Region) ([]drivers.Handle, error) {
+	hs, err := l.tr.RegisterTogether(regions)
+	if err == nil && len(hs) > 0 && l.r.Chance(l.mix.TogetherShort) {
+		return hs[:len(hs)-1], nil
+	}
+	return hs, err
+}
+
+func (l *togetherLiar) UnregisterTogether(hs []drivers.Handle) error {
+	return l.tr.UnregisterTogether(hs)
+}
+
+// shortCall answers one result fewer than the call has rows.
+type shortCall struct{ drivers.Call }
+
+func (c shortCall) Results() []drivers.Status {
+	res := c.Call.Results()
+	if len(res) == 0 {
+		return res
+	}
+	return res[:len(res)-1]
+}

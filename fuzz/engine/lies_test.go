@@ -1,0 +1,73 @@
+package engine
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/storesim/storesim/fuzz/workload"
+)
+
+// TestLies: each lie, told on every chance, makes the clean backend fail
+// (or refuse) what it must — and the run passes: the lie is the driver
+// boundary's, the backend's answer to it is right, and every oracle agrees.
+func TestLies(t *testing.T) {
+	const base = workload.Header + `
+seed 7
+store durable
+endpoint A driver=DRIVER rows=2 absent-is-miss=false inflight=2 queued=8 unprovable=8 regions=A0:8x16,A1:8x16
+fault A fault LIE rate=1
+op at=0us publish A keys=k1,k2,k3 mask=111
+op at=5us fetch A keys=k1,k2 mask=11
+op at=90us shutdown A
+end
+`
+	for _, c := range []struct {
+		lie, driver string
+		delivered   int // Delivered attempts at most
+		admitted    int // attempts admitted at least
+	}{
+		{"lie-lookup-short", "memory", 0, 2},
+		{"lie-lookup-long", "memory", 0, 2},
+		{"lie-results-short", "memory", 0, 2},
+		{"lie-submit-escapes", "memory", 1, 2}, // the fetch may find nothing stored yet: Delivered(nothing)
+		{"lie-submit-panics", "memory", 1, 2},
+		{"lie-register-unknown", "memory", 0, 0},
+		{"lie-together-short", "together", 0, 0},
+		{"lie-shutdown-labels", "memory", 2, 2}, // the backend names what it holds itself
+	} {
+		t.Run(c.lie, func(t *testing.T) {
+			repro := "(repro: go test ./fuzz/engine -run 'TestLies/" + c.lie + "')"
+			text := replaceAll(base, map[string]string{"DRIVER": c.driver, "LIE": c.lie})
+			log, err := workload.Parse(text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := Run(log, Config{})
+			if res.Verdict != Pass {
+				t.Fatalf("verdict %v (%v), want pass: the clean backend answers the lie rightly %s\n%v", res.Verdict, res.Err, repro, res.Failures)
+			}
+			if res.Delivered > c.delivered || res.Attempts < c.admitted {
+				t.Fatalf("%d of %d attempts Delivered (%d admitted); want at most %d Delivered, at least %d admitted: the lie was not told %s",
+					res.Delivered, res.Attempts, res.Attempts, c.delivered, c.admitted, repro)
+			}
+		})
+	}
+	t.Run("bad lie", func(t *testing.T) {
+		log, err := workload.Parse(replaceAll(base, map[string]string{"DRIVER": "memory", "LIE": "lie-frob"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := Run(log, Config{}); res.Verdict != HarnessError || !errors.Is(res.Err, ErrBadLog) {
+			t.Fatalf("verdict %v, err %v; want a bad log (repro: go test ./fuzz/engine -run 'TestLies/bad_lie')", res.Verdict, res.Err)
+		}
+	})
+}
+
+func replaceAll(s string, r map[string]string) string {
+	var pairs []string
+	for k, v := range r {
+		pairs = append(pairs, k, v)
+	}
+	return strings.NewReplacer(pairs...).Replace(s)
+}
