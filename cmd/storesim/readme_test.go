@@ -163,3 +163,38 @@ func clip(s string, n int) string {
 	}
 	return s[:n/2] + "\n…\n" + s[len(s)-n/2:]
 }
+
+// TestLicenseAndChangelog: the repository carries the full Apache-2.0 text
+// (all nine sections, the end of the terms and the appendix) and a
+// changelog with the first version and the unreleased changes, and the
+// README links both.
+func TestLicenseAndChangelog(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("..", "..", name))
+		if err != nil {
+			t.Fatalf("%s: %v %s", name, err, repro(t))
+		}
+		return string(b)
+	}
+	lic := read("LICENSE")
+	for _, want := range []string{"Apache License", "Version 2.0, January 2004", "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION",
+		"1. Definitions.", "2. Grant of Copyright License.", "3. Grant of Patent License.", "4. Redistribution.", "5. Submission of Contributions.",
+		"6. Trademarks.", "7. Disclaimer of Warranty.", "8. Limitation of Liability.", "9. Accepting Warranty or Additional Liability.",
+		"END OF TERMS AND CONDITIONS", "APPENDIX: How to apply the Apache License to your work."} {
+		if !strings.Contains(lic, want) {
+			t.Fatalf("LICENSE lacks %q: not the full Apache-2.0 text %s", want, repro(t))
+		}
+	}
+	if n := strings.Count(lic, "\n"); n < 190 {
+		t.Fatalf("LICENSE has %d lines; the full Apache-2.0 text has about 200 %s", n, repro(t))
+	}
+	cl := read("CHANGELOG.md")
+	for _, want := range []string{"## [Unreleased]", "## [0.1.0]", "end marker", "timeline", "--version", "LICENSE"} {
+		if !strings.Contains(cl, want) {
+			t.Fatalf("CHANGELOG.md lacks %q %s", want, repro(t))
+		}
+	}
+	if readme := read("README.md"); !strings.Contains(readme, "(LICENSE)") || !strings.Contains(readme, "(CHANGELOG.md)") {
+		t.Fatalf("README.md does not link LICENSE and CHANGELOG.md %s", repro(t))
+	}
+}
