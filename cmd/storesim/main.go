@@ -5,17 +5,24 @@
 //
 //	storesim run      [--driver NAME] [--seeds START:COUNT|random] [--budget D] [--shard I/N]
 //	                  [--profile calm|default|evicting] [--ops N] [--workers N] [--json]
-//	                  [--out DIR] [--check-determinism] [-v]
+//	                  [--out DIR] [--check-determinism] [-v] [--quiet]
 //	storesim run      --driver redis://HOST:PORT [--seeds …] [--stretch N] [--wait D]
 //	                  (real time: a seed replays the workload, not the interleaving)
 //	storesim replay   --seed N [--driver NAME] [--profile P] [--ops N] | FILE|DIR
 //	                  [--viz FILE] [--save FILE] [--json]
 //	storesim shrink   --seed N [--driver NAME] [--profile P] [--ops N] | FILE|DIR
-//	                  [--time 60s] [--max-runs N] [--out FILE] [--scenario FILE]
+//	                  [--time 60s] [--max-runs N] [--out FILE] [--scenario FILE] [--quiet]
 //	storesim drivers
-//	storesim certify  --driver NAME [--json]
-//	storesim scenario [FILE|DIR…] [--rewrite]
-//	storesim version
+//	storesim certify  --driver NAME [--json] [--quiet]
+//	storesim scenario [FILE|DIR…] [--rewrite] [--quiet]
+//	storesim version  (or storesim --version)
+//
+// Every command's -h (or --help) shows its forms, its flags and the exit
+// codes, and exits 0. replay --viz FILE writes the failure timeline page
+// (package fuzz/timeline) and porcupine's view next to it; every failure
+// folder of run --out holds both. Output paths are checked before any work
+// starts (outpaths.go), and bad input is one line and exit 2
+// (docs/FORMATS.md states the formats and their limits).
 //
 // # Exit codes
 //
@@ -38,14 +45,16 @@
 //
 // # Output
 //
-// Results go to stdout (JSON Lines with --json), in seed order whatever
-// --workers is, so two runs of the same seeds print the same bytes.
-// Progress, configuration and the closing line `seeds: N passed, N failed`
-// go to stderr; the progress bar only when stderr is a terminal.
+// Results go to stdout (JSON Lines with --json, seeds as strings), in seed
+// order whatever --workers is, so two runs of the same seeds print the same
+// bytes. Progress, configuration and the closing line `seeds: N passed, N
+// failed` go to stderr; the progress line of run, certify, shrink and
+// scenario only when stderr is a terminal and --quiet is not given.
 //
-// The version is stamped at build time:
+// The version is stamped at build time, or read from the build information
+// (version.go):
 //
-//	go build -ldflags "-X main.version=v0.3.0" ./cmd/storesim
+//	go build -ldflags "-X main.version=v0.3.0 -X main.commit=$(git rev-parse HEAD)" ./cmd/storesim
 package main
 
 import (
