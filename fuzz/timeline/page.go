@@ -116,7 +116,9 @@ function pack() {
     div.className = "label " + ln.kind;
     div.style.height = laneHeight(l) + "px";
     div.textContent = ln.kind === "endpoint" ? "endpoint " + ln.name : "region " + ln.name;
-    div.title = ln.kind === "endpoint" ? "calls and events of endpoint " + ln.name : "slots of region " + ln.name + " of endpoint " + ln.endpoint + ": rows placed on them, registrations, the lender's releases";
+    if (ln.kind === "endpoint" && ln.setup.includes("faults injected")) div.textContent += " ⚡";
+    div.title = (ln.kind === "endpoint" ? "calls and events of endpoint " + ln.name : "slots of region " + ln.name + " of endpoint " + ln.endpoint + ": rows placed on them, registrations, the lender's releases") + (ln.setup ? "\n" + ln.setup : "");
+    div.addEventListener("click", () => show(div.title));
     labels.appendChild(div);
   }
 }

@@ -58,6 +58,10 @@ type lane struct {
 	Kind     string `json:"kind"` // "endpoint" or "region"
 	Name     string `json:"name"`
 	Endpoint string `json:"endpoint"`
+	// Setup is what the log says of it: an endpoint's driver, bounds and
+	// the faults injected into it (fault lines, lies included); a region's
+	// shape.
+	Setup string `json:"setup"`
 }
 
 type row struct {
@@ -181,9 +185,15 @@ func build(r *engine.Result, o Options) data {
 	regLane := func(ep, reg string) int { epLane(ep); return addLane("region", ep, reg) }
 	if r.Log != nil {
 		for _, e := range r.Log.Endpoints {
-			epLane(e.Name)
+			l := epLane(e.Name)
+			d.Lanes[l].Setup = fmt.Sprintf("driver %s, rows=%d absent-is-miss=%t inflight=%d queued=%d unprovable=%d", e.Driver, e.MaxRows, e.AbsentIsMiss, e.InFlight, e.Queued, e.Unprovable)
+			if len(e.Faults) == 0 {
+				d.Lanes[l].Setup += "; no faults injected"
+			} else {
+				d.Lanes[l].Setup += "; faults injected: " + strings.Join(e.Faults, "; ")
+			}
 			for _, rg := range e.Regions {
-				regLane(e.Name, rg.Label)
+				d.Lanes[regLane(e.Name, rg.Label)].Setup = fmt.Sprintf("%d slots of %d bytes", rg.Slots, rg.SlotBytes)
 			}
 		}
 	}

@@ -69,6 +69,11 @@ func TestPage(t *testing.T) {
 			}
 		}
 	}
+	for _, l := range d.Lanes {
+		if l.Kind == "endpoint" && !strings.Contains(l.Setup, "faults injected") {
+			t.Fatalf("endpoint lane %s does not say which faults were injected: %q %sTestPage)", l.Name, l.Setup, repro)
+		}
+	}
 	if again := render(t, r, Options{}); again != html {
 		t.Fatalf("two pages of one run differ %sTestPage)", repro)
 	}
