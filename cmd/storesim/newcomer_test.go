@@ -302,3 +302,27 @@ func TestProgressOnlyOnTerminal(t *testing.T) {
 		})
 	}
 }
+
+// TestVizWritesTimeline: replay --viz FILE writes the timeline page to FILE
+// and porcupine's view next to it, linked from the page; a failure folder's
+// timeline links the folder's porcupine.html.
+func TestVizWritesTimeline(t *testing.T) {
+	dir := t.TempDir()
+	viz := filepath.Join(dir, "t.html")
+	got := storesim("replay", "--seed", "17", "--driver", "broken:LiesAboutAccess", "--viz", viz)
+	page, err := os.ReadFile(viz)
+	if got.code != exitSafety || err != nil || !bytes.Contains(page, []byte(`id="storesim-status"`)) || !bytes.Contains(page, []byte(`href="t.porcupine.html"`)) {
+		t.Fatalf("replay --viz: exit %d, %v; the page is not the timeline linking t.porcupine.html:\n%s %s", got.code, err, got.stderr, repro(t))
+	}
+	if st, err := os.Stat(filepath.Join(dir, "t.porcupine.html")); err != nil || st.Size() == 0 {
+		t.Fatalf("replay --viz wrote no porcupine view next to the page: %v %s", err, repro(t))
+	}
+	out := filepath.Join(dir, "out")
+	if got := storesim("run", "--driver", "broken:LiesAboutAccess", "--seeds", "17:1", "--out", out); got.code != exitSafety {
+		t.Fatalf("run --out: exit %d:\n%s %s", got.code, got.stderr, repro(t))
+	}
+	folder, err := os.ReadFile(filepath.Join(out, "seed-17", "timeline.html"))
+	if err != nil || !bytes.Contains(folder, []byte(`href="porcupine.html"`)) || !bytes.Contains(folder, []byte("storesim replay --seed 17 --driver broken:LiesAboutAccess")) {
+		t.Fatalf("the failure folder's timeline.html does not link porcupine.html or lacks the repro: %v %s", err, repro(t))
+	}
+}
