@@ -31,6 +31,13 @@
 // go test ./fuzz -run TestBytesMachine -writecorpus); fuzz/fuzztool zips
 // every corpus directory for fuzzing builders outside go test.
 //
+// rapid skips a fail file that no longer replays (its draws run out, or
+// another rapid version wrote it) with a log line only, and go test skips a
+// corpus input its target finds invalid; either would let a regression file
+// go dead in silence. TestRapidFailFilesReplay fails instead when a
+// committed fail file does not replay to its end (or fails again), and
+// TestCorpusFilesReplay when a committed corpus file no longer runs.
+//
 // # Regression
 //
 // The state machine found an attempt whose UNPROVABLE call was later proven
@@ -39,6 +46,9 @@
 // keeps such an attempt UNPROVABLE until every call has ENDED, and the
 // committed fail file TestBackendStateMachine-unprovable-to-pending.fail (one
 // FETCH of k0,k0,k0,k0 with MaxRowsPerOp 1 under unprovable-later) replays it.
+// The fixed backend's run goes on past the draws rapid recorded for the
+// buggy one, so 64 zero draws follow them (its header says so): without
+// them rapid called the file "no longer valid" and skipped it.
 //
 // scripts/fuzz-smoke.sh (make fuzz-smoke) runs every fuzz target for a while.
 // It passes -fuzzminimizetime 100x: go minimizes each input that adds

@@ -97,8 +97,9 @@ func parseSeeds() []string {
 	}
 	out = append(out,
 		workload.Header+"\nseed 42\nstore durable\nendpoint A driver=memory rows=4 absent-is-miss=true inflight=4 queued=16 unprovable=8 regions=r0:8x64,r1:8x64\n"+
-			"fault A row-fault rate=0.05\nop at=0us publish A keys=k1,k2 mask=11\nop at=3us fetch A keys=k1,k3 mask=10\nop at=5us cancel 0\nop at=90us shutdown A\n",
-		workload.Header+"\nendpoint A regions=r0:4x16\n# a comment\n\nop at=1us fetch A keys=k,k mask=01\n",
+			"fault A row-fault rate=0.05\nop at=0us publish A keys=k1,k2 mask=11\nop at=3us fetch A keys=k1,k3 mask=10\nop at=5us cancel 0\nop at=90us shutdown A\nend\n",
+		workload.Header+"\nendpoint A regions=r0:4x16\n# a comment\n\nop at=1us fetch A keys=k,k mask=01\nend\n",
+		workload.HeaderV1+"\nendpoint A regions=r0:4x16\nop at=1us fetch A keys=k mask=1\n",
 		"",
 	)
 	return out

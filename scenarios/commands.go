@@ -8,6 +8,7 @@ import (
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
+	"github.com/storesim/storesim/fuzz/workload"
 	"github.com/storesim/storesim/model/lender"
 	"github.com/storesim/storesim/sim"
 	"github.com/storesim/storesim/sim/arena"
@@ -504,6 +505,13 @@ func cmdDriverRegister(w *world, b *block) error {
 	spec, err := parseRegion(b.pos[1])
 	if err != nil || spec.share != "" || spec.mem != 0 {
 		return w.fail(b, "bad argument %q: want LABEL:SLOTSxBYTES", b.pos[1])
+	}
+	if b.args["over"] == "" {
+		if err := w.limitRegion(spec); err != nil {
+			return w.fail(b, "bad argument %q: %v", b.pos[1], err)
+		}
+	} else if err := workload.CheckRegion(spec.String(), spec.slots, spec.slotBytes); err != nil {
+		return w.fail(b, "bad argument %q: %v", b.pos[1], err)
 	}
 	var mem drivers.Memory
 	if over := b.args["over"]; over != "" {

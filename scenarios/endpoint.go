@@ -12,6 +12,7 @@ import (
 	"github.com/storesim/storesim/drivers/memdriver"
 	"github.com/storesim/storesim/drivers/monitor"
 	"github.com/storesim/storesim/fuzz/engine"
+	"github.com/storesim/storesim/fuzz/workload"
 	"github.com/storesim/storesim/model"
 	"github.com/storesim/storesim/model/lender"
 	"github.com/storesim/storesim/sim/arena"
@@ -56,6 +57,27 @@ func parseRegion(s string) (regionSpec, error) {
 	}
 	r.slots, r.slotBytes = slots, bytes
 	return r, nil
+}
+
+// limitRegion holds a region to the limits of an op log
+// (workload.CheckRegion; the memory of every region of the file together
+// within workload.MaxTotalBytes), so a region of 3000000000 slots is one
+// error line, not an out-of-memory crash.
+func (w *world) limitRegion(r regionSpec) error {
+	if err := workload.CheckRegion(r.String(), r.slots, r.slotBytes); err != nil {
+		return err
+	}
+	if r.share != "" {
+		return nil // carved from another region's memory: nothing new
+	}
+	mem := r.mem
+	if mem == 0 {
+		mem = r.slots * max(1, r.slotBytes)
+	}
+	if err := workload.CheckRegion(r.String(), 1, mem); err != nil {
+		return err
+	}
+	return w.budget.Add(r.String(), 1, mem)
 }
 
 func (r regionSpec) String() string {
@@ -131,8 +153,14 @@ func cmdEndpoint(w *world, b *block) error {
 	if len(regs) == 0 {
 		regs = []string{"r0:8x64"}
 	}
+	if len(regs) > workload.MaxRegions {
+		return w.fail(b, "bad argument regions=: %d regions; at most %d per endpoint (%s)", len(regs), workload.MaxRegions, workload.LimitsDoc)
+	}
 	for _, s := range regs {
 		r, err := parseRegion(s)
+		if err == nil {
+			err = w.limitRegion(r)
+		}
 		if err != nil {
 			return w.fail(b, "bad argument regions=%q: %v", b.args["regions"], err)
 		}

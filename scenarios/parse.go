@@ -83,6 +83,17 @@ func parse(file, text string) ([]item, error) {
 		i-- // the blank line (or EOF) is kept verbatim
 		items = append(items, item{block: b})
 	}
+	blocks := 0
+	for _, it := range items {
+		if it.block != nil {
+			blocks++
+		}
+	}
+	if blocks == 0 {
+		// An empty file runs nothing and checks nothing: a pass it has not
+		// earned (a file emptied by a bad merge or a failed copy).
+		return nil, &Error{file, max(1, len(lines)), "no command block: the file is empty or holds only comments (a scenario starts with a block like \"store durable\" and its \"----\" line)"}
+	}
 	if text != "" && !strings.HasSuffix(text, "\n") {
 		// Every scenario file ends with a newline (-rewrite writes one); a
 		// file that stops mid-line was cut off, maybe inside an expected

@@ -43,6 +43,13 @@ func TestMalformed(t *testing.T) {
 		{"store twice", head + "store evicting\n----\n", 5, "store defined twice"},
 		{"bad duration", head + "tick soon\n----\n", 5, "duration"},
 		{"bad rate", head + "endpoint A\n----\n\ninject A row-fault rate=2\n----\n", 8, "a number in [0, 1]"},
+		{"empty file", "", 1, "no command block: the file is empty or holds only comments"},
+		{"comments only", "# a scenario\n\n# that lost its blocks\n", 3, "no command block"},
+		{"huge region", head + "endpoint A regions=A0:3000000000x16\n----\n", 5, "has 3000000000 slots; at most 65536 slots per region (docs/FORMATS.md)"},
+		{"huge slot", head + "endpoint A regions=A0:4x100000000\n----\n", 5, "over 67108864 bytes (64 MiB) per region"},
+		{"huge memory", head + "endpoint A regions=A0:4x16/3000000000\n----\n", 5, "over 67108864 bytes (64 MiB) per region"},
+		{"huge total", head + "endpoint A regions=a:1024x65536,b:1024x65536,c:1024x65536\n----\n\nendpoint B regions=d:1024x65536,e:1x16\n----\n", 8, "over 268435456 bytes (256 MiB) per file"},
+		{"huge driver-register", head + "endpoint A\n----\n\ndriver-register A big:3000000000x16\n----\n", 8, "at most 65536 slots per region"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

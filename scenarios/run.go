@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/storesim/storesim/drivers/rules"
+	"github.com/storesim/storesim/fuzz/workload"
 )
 
 // Ext is the extension of scenario files; RunDir runs every file with it.
@@ -113,6 +114,9 @@ func (m Mismatch) String() string {
 // line, and nothing is rewritten; a block whose output differs is a
 // Mismatch in the result (or, with Options.Rewrite, is rewritten).
 func RunFile(path string, opts Options) (FileResult, error) {
+	if st, err := os.Stat(path); err == nil && st.Size() > workload.MaxFileBytes {
+		return FileResult{Path: path}, &Error{path, 1, fmt.Sprintf("the file is %d bytes; at most %d (%d MiB) per scenario file (%s)", st.Size(), workload.MaxFileBytes, workload.MaxFileBytes>>20, workload.LimitsDoc)}
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return FileResult{Path: path}, err

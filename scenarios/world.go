@@ -12,6 +12,7 @@ import (
 	"github.com/storesim/storesim/drivers/memdriver"
 	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/fuzz/engine"
+	"github.com/storesim/storesim/fuzz/workload"
 	"github.com/storesim/storesim/model/lender"
 	"github.com/storesim/storesim/sim"
 	"github.com/storesim/storesim/sim/arena"
@@ -37,6 +38,8 @@ type world struct {
 	counter  map[drivers.Direction]int
 
 	touches bool // print every memory touch
+
+	budget workload.Budget // the memory of every region of the file (workload.MaxTotalBytes)
 
 	// truth: what the scenario knows about the store (monitor Options.Truth).
 	change  int64            // store events so far

@@ -42,6 +42,7 @@ func certifyCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	short := fs.Bool("short", false, "scale everything down (as go test -short)")
 	evicting := fs.Bool("evicting", false, "redis:// and memcached:// only: the server may evict keys at any time (maxmemory policy, TTL, a cache's LRU)")
 	wait := fs.Duration("wait", 0, "redis:// and memcached:// only: bound of each real-time wait (default 2s)")
+	quiet := quietFlag(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	switch {
 	case err != nil:
@@ -78,12 +79,16 @@ func certifyCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		reproFlags += " --short"
 	}
 	start := time.Now()
+	stop := newLiveLine(stderr, *quiet).ticking(func() string {
+		return fmt.Sprintf("certify: %s: running the conformance suite… %v", *driver, time.Since(start).Round(time.Second))
+	})
 	rep := drivertest.Certify(h, drivertest.Options{
 		Seeds: *seeds, Seed: *seed, Short: *short, Rules: rules, Wait: *wait, Version: version,
 		Repro: func(rule string) string {
 			return fmt.Sprintf("storesim certify --driver %s --rule %s%s", *driver, rule, reproFlags)
 		},
 	})
+	stop()
 	for _, r := range rules {
 		if _, ok := rep.Rule(r); !ok {
 			var known []string
@@ -94,7 +99,10 @@ func certifyCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	if *asJSON {
-		b, err := json.MarshalIndent(rep, "", "  ")
+		b, err := json.Marshal(rep)
+		if err == nil {
+			b, err = seedsAsStrings(b) // 64-bit seeds as strings, as run --json
+		}
 		if err != nil {
 			return inputErr("certify", err, stderr)
 		}

@@ -5,18 +5,25 @@
 //
 //	storesim run      [--driver NAME] [--seeds START:COUNT|random] [--budget D] [--shard I/N]
 //	                  [--profile calm|default|evicting] [--ops N] [--workers N] [--json]
-//	                  [--out DIR] [--check-determinism] [-v]
+//	                  [--out DIR] [--check-determinism] [-v] [--quiet]
 //	storesim run      --driver redis://HOST:PORT|memcached://HOST:PORT [--seeds …] [--stretch N] [--wait D]
 //	                  (real time: a seed replays the workload, not the interleaving)
 //	storesim merge    [--json] [-v] FILE…   (the run --json output of shards)
 //	storesim replay   --seed N [--driver NAME] [--profile P] [--ops N] | FILE|DIR
 //	                  [--viz FILE] [--save FILE] [--json]
 //	storesim shrink   --seed N [--driver NAME] [--profile P] [--ops N] | FILE|DIR
-//	                  [--time 60s] [--max-runs N] [--out FILE] [--scenario FILE]
+//	                  [--time 60s] [--max-runs N] [--out FILE] [--scenario FILE] [--quiet]
 //	storesim drivers
-//	storesim certify  --driver NAME [--json]
-//	storesim scenario [FILE|DIR…] [--rewrite]
-//	storesim version
+//	storesim certify  --driver NAME [--json] [--quiet]
+//	storesim scenario [FILE|DIR…] [--rewrite] [--quiet]
+//	storesim version  (or storesim --version)
+//
+// Every command's -h (or --help) shows its forms, its flags and the exit
+// codes, and exits 0. replay --viz FILE writes the failure timeline page
+// (package fuzz/timeline) and porcupine's view next to it; every failure
+// folder of run --out holds both. Output paths are checked before any work
+// starts (outpaths.go), and bad input is one line and exit 2
+// (docs/FORMATS.md states the formats and their limits).
 //
 // # Exit codes
 //
@@ -39,14 +46,16 @@
 //
 // # Output
 //
-// Results go to stdout (JSON Lines with --json), in seed order whatever
-// --workers is, so two runs of the same seeds print the same bytes.
-// Progress, configuration and the closing line `seeds: N passed, N failed`
-// go to stderr; the progress bar only when stderr is a terminal.
+// Results go to stdout (JSON Lines with --json, seeds as strings), in seed
+// order whatever --workers is, so two runs of the same seeds print the same
+// bytes. Progress, configuration and the closing line `seeds: N passed, N
+// failed` go to stderr; the progress line of run, certify, shrink and
+// scenario only when stderr is a terminal and --quiet is not given.
 //
-// The version is stamped at build time:
+// The version is stamped at build time, or read from the build information
+// (version.go):
 //
-//	go build -ldflags "-X main.version=v0.3.0" ./cmd/storesim
+//	go build -ldflags "-X main.version=v0.3.0 -X main.commit=$(git rev-parse HEAD)" ./cmd/storesim
 package main
 
 import (
@@ -57,11 +66,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 )
 
-// version is the storesim version, stamped with -ldflags "-X main.version=…".
-var version = "dev"
+// version is the storesim version, stamped with -ldflags "-X main.version=…",
+// else the module version of go install …@version, else "dev" (version.go).
+var version = defaultVersion
 
 // Exit codes (see the package doc).
 const (
@@ -123,6 +134,8 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	case "help", "-h", "--help", "-help":
 		usage(stdout)
 		return exitPass
+	case "--version", "-version":
+		return versionCmd(ctx, args[1:], stdout, stderr)
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
@@ -142,7 +155,7 @@ func commandNames() string {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: storesim COMMAND [flags]   (storesim COMMAND -h for its flags)")
+	fmt.Fprintln(w, "usage: storesim COMMAND [flags]   (storesim COMMAND -h for its forms and flags; storesim --version)")
 	fmt.Fprintln(w)
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
@@ -159,7 +172,7 @@ func versionCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "storesim version: takes no arguments, got %q\n", args)
 		return exitUsage
 	}
-	fmt.Fprintln(stdout, "storesim", version)
+	readBuild(debug.ReadBuildInfo).write(stdout)
 	return exitPass
 }
 
@@ -181,7 +194,8 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, er
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprintf(stdout, "usage of storesim %s:\n", fs.Name())
+				writeSynopsis(stdout, fs.Name())
+				fmt.Fprintln(stdout, "flags:")
 				fs.SetOutput(stdout)
 				fs.PrintDefaults()
 				fmt.Fprint(stdout, exitCodes)
@@ -205,7 +219,7 @@ func isHelp(args []string) bool {
 
 // noFlagsHelp is the -h of a command without flags.
 func noFlagsHelp(cmd string, stdout io.Writer) int {
-	fmt.Fprintf(stdout, "usage of storesim %s: no flags, no arguments\n", cmd)
+	writeSynopsis(stdout, cmd)
 	fmt.Fprint(stdout, exitCodes)
 	return exitPass
 }

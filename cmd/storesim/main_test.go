@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -180,7 +181,7 @@ func TestJSONShape(t *testing.T) {
 	failed := 0
 	for i, r := range recs[:20] {
 		ks := slices.DeleteFunc(keysOf(r), func(k string) bool { return k == "error" || k == "out" || k == "second_trace_hash" })
-		if !slices.Equal(ks, wantKeys) || r["type"] != "seed" || r["seed"] != float64(10+i) || !hexHash.MatchString(r["trace_hash"].(string)) {
+		if !slices.Equal(ks, wantKeys) || r["type"] != "seed" || r["seed"] != fmt.Sprint(10+i) || !hexHash.MatchString(r["trace_hash"].(string)) {
 			t.Fatalf("record %d: %v, want keys %v, seed %d, a 16-digit hex trace_hash %s", i, r, wantKeys, 10+i, repro(t))
 		}
 		wantRepro := fmt.Sprintf("storesim replay --seed %d --driver mixed --profile calm --ops 30", 10+i)
@@ -253,7 +254,8 @@ func TestShardCoverage(t *testing.T) {
 			got := storesim("run", "--seeds", "5:20", "--ops", "30", "--json", "--shard", fmt.Sprintf("%d/3", i))
 			recs := records(t, got.stdout)
 			for _, r := range recs[:len(recs)-1] {
-				seen[r["seed"].(float64)]++
+				n, _ := strconv.ParseFloat(r["seed"].(string), 64)
+				seen[n]++
 			}
 		}
 		for s := 5; s < 25; s++ {
@@ -285,7 +287,7 @@ func TestFailureFolderReplays(t *testing.T) {
 		t.Fatalf("no failing seed in 0:10 with the planted driver %s", repro(t))
 	}
 	folder := fail["out"].(string)
-	for _, f := range []string{"oplog.txt", "report.txt", "porcupine.html", "repro.txt"} {
+	for _, f := range []string{"oplog.txt", "report.txt", "timeline.html", "porcupine.html", "repro.txt"} {
 		if st, err := os.Stat(filepath.Join(folder, f)); err != nil || st.Size() == 0 {
 			t.Fatalf("failure folder lacks %s: %v %s", f, err, repro(t))
 		}
@@ -379,7 +381,7 @@ func TestOutputStreams(t *testing.T) {
 		t.Fatalf("random run: exit %d, %d seed lines, stderr:\n%s %s", got.code, len(lines), got.stderr, repro(t))
 	}
 	got = storesim("drivers")
-	if got.code != 0 || !strings.Contains(got.stdout, "memory\n") || !strings.Contains(got.stdout, "together\n") {
+	if got.code != 0 || !strings.Contains(got.stdout, "\nmemory ") || !strings.Contains(got.stdout, "\ntogether ") {
 		t.Fatalf("drivers: exit %d:\n%s %s", got.code, got.stdout, repro(t))
 	}
 }

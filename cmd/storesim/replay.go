@@ -15,6 +15,7 @@ import (
 
 	"github.com/storesim/storesim/fuzz/engine"
 	"github.com/storesim/storesim/fuzz/shrink"
+	"github.com/storesim/storesim/fuzz/timeline"
 	"github.com/storesim/storesim/fuzz/workload"
 	"github.com/storesim/storesim/scenarios"
 )
@@ -94,6 +95,9 @@ func readLog(path string) (*workload.Log, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		path = filepath.Join(path, "oplog.txt")
 	}
+	if err := checkInFile(path, workload.MaxFileBytes, workload.LimitsDoc); err != nil {
+		return nil, err
+	}
 	text, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errInput, err)
@@ -148,10 +152,13 @@ func replayCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	var src source
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	src.register(fs)
-	viz := fs.String("viz", "", "write porcupine's HTML view of the history to this file")
+	viz := fs.String("viz", "", "write the failure timeline page (one self-contained HTML file) to this file, and porcupine's view of the history next to it (FILE without .html + .porcupine.html)")
 	save := fs.String("save", "", "write the op log that was run to this file (turns a seed into a file that replays on later commits)")
 	asJSON := fs.Bool("json", false, "print one JSON record (as run --json) instead of the report")
 	pos, err := parseFlags(fs, args, stdout)
+	if err == nil {
+		err = firstErr(checkOutFile("--viz", *viz), checkOutFile("--viz", porcupinePath(*viz)), checkOutFile("--save", *save))
+	}
 	if err != nil {
 		return flagErr("replay", err, stderr)
 	}
@@ -174,10 +181,9 @@ func replayCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "storesim replay: the harness could not run it: %v\n", res.Err)
 	}
 	if *viz != "" {
-		if err := writeFile(*viz, res.WriteVisualization); err != nil {
+		if err := writeViz(*viz, res, repro, stderr); err != nil {
 			return inputErr("replay", fmt.Errorf("--viz: %w", err), stderr)
 		}
-		fmt.Fprintf(stderr, "storesim replay: porcupine view written to %s\n", *viz)
 	}
 	if *save != "" {
 		text := fmt.Sprintf("# %s\n# repro: %s\n%s", res.Summary(), repro, res.Log.String())
@@ -187,6 +193,41 @@ func replayCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "trace %016x %s\n", res.TraceHash, res.Verdict)
 	return verdictExit(res)
+}
+
+// porcupinePath is where replay --viz FILE writes porcupine's view, next to
+// the timeline: out.html → out.porcupine.html.
+func porcupinePath(viz string) string {
+	if viz == "" {
+		return ""
+	}
+	return strings.TrimSuffix(viz, filepath.Ext(viz)) + ".porcupine.html"
+}
+
+// writeViz writes the timeline page to path and porcupine's view of the
+// history next to it (linked from the page), when porcupine can draw it.
+func writeViz(path string, res *engine.Result, repro string, stderr io.Writer) error {
+	opts := timeline.Options{Repro: repro}
+	if pp := porcupinePath(path); pp != "" {
+		if err := writeFile(pp, res.WriteVisualization); err == nil {
+			opts.Porcupine = filepath.Base(pp)
+		} else {
+			os.Remove(pp)
+			fmt.Fprintf(stderr, "storesim replay: no porcupine view: %v\n", err)
+		}
+	}
+	var b strings.Builder
+	writeReport(&b, res, repro)
+	opts.Report = b.String()
+	if err := writeFile(path, func(w io.Writer) error { return timeline.Write(w, res, opts) }); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "storesim replay: timeline written to %s", path)
+	if opts.Porcupine != "" {
+		fmt.Fprintf(stderr, " (porcupine's view: %s)", porcupinePath(path))
+	}
+	fmt.Fprintln(stderr)
+	return nil
 }
 
 func writeFile(path string, write func(io.Writer) error) error {
@@ -205,9 +246,13 @@ func shrinkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	maxRuns := fs.Int("max-runs", 0, "cap on candidate runs (0: none)")
 	out := fs.String("out", "", "write the shrunk op log here (default stdout)")
 	scen := fs.String("scenario", "", "also write the shrunk failure as a scenario file with its expected output, ready to become a regression test")
+	quiet := quietFlag(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err == nil && *budget <= 0 {
 		err = usagef("--time %v: want a positive duration", *budget)
+	}
+	if err == nil {
+		err = firstErr(checkOutFile("--out", *out), checkOutFile("--scenario", *scen))
 	}
 	if err != nil {
 		return flagErr("shrink", err, stderr)
@@ -219,14 +264,16 @@ func shrinkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	deadline := start.Add(*budget)
 	from := shrink.SizeOf(log)
+	live := newLiveLine(stderr, *quiet)
 	res, err := shrink.Shrink(log, shrink.Options{
 		Config:  cfg,
 		MaxRuns: *maxRuns,
 		Stop:    func() bool { return time.Now().After(deadline) },
 		Progress: func(p shrink.Progress) {
-			fmt.Fprintf(stderr, "shrink: run %d (%s): %s\n", p.Runs, p.Pass, p.Size)
+			live.draw(fmt.Sprintf("shrink: run %d (%s): %s", p.Runs, p.Pass, p.Size), false)
 		},
 	})
+	live.clear()
 	if errors.Is(err, shrink.ErrNotFailing) {
 		fmt.Fprintf(stderr, "storesim shrink: nothing to shrink: %s; only a safety or liveness failure can be shrunk\n", strings.TrimPrefix(err.Error(), "shrink: "))
 		return exitUsage

@@ -44,8 +44,8 @@ func (g *genFlags) config() (engine.Config, error) {
 	if err != nil {
 		return engine.Config{}, usagef("--profile: %v", err)
 	}
-	if g.ops <= 0 {
-		return engine.Config{}, usagef("--ops %d: want a positive number of ops", g.ops)
+	if g.ops <= 0 || g.ops > workload.MaxOps {
+		return engine.Config{}, usagef("--ops %d: want a positive number of ops, at most %d (%s)", g.ops, workload.MaxOps, workload.LimitsDoc)
 	}
 	if err := checkDriver(g.driver); err != nil {
 		return engine.Config{}, err
@@ -113,8 +113,8 @@ func (f *realFlags) config(g *genFlags, fs *flag.FlagSet) (engine.Config, error)
 	switch {
 	case err != nil:
 		return engine.Config{}, usagef("--profile: %v", err)
-	case g.ops <= 0:
-		return engine.Config{}, usagef("--ops %d: want a positive number of ops", g.ops)
+	case g.ops <= 0 || g.ops > workload.MaxOps:
+		return engine.Config{}, usagef("--ops %d: want a positive number of ops, at most %d (%s)", g.ops, workload.MaxOps, workload.LimitsDoc)
 	case g.linTimeout < 0:
 		return engine.Config{}, usagef("--lin-timeout %v: want a positive duration", g.linTimeout)
 	case wasSet(fs, "max-steps"):
@@ -182,6 +182,7 @@ type runOpts struct {
 	out         string
 	determinism bool
 	verbose     bool
+	quiet       bool
 	base        uint64 // random seeds derive from it
 }
 
@@ -194,9 +195,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.budget, "budget", 0, "stop starting seeds after this long (default 10m with --seeds random, none otherwise)")
 	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "seeds run in parallel (results and output do not depend on it; redis:// and memcached:// runs default to 1)")
 	fs.BoolVar(&o.json, "json", false, "JSON Lines on stdout: one record per seed, then a summary record")
-	fs.StringVar(&o.out, "out", "", "write one folder per failing seed here (oplog.txt, report.txt, porcupine.html, repro.txt)")
+	fs.StringVar(&o.out, "out", "", "write one folder per failing seed here (oplog.txt, report.txt, timeline.html, porcupine.html, repro.txt); created now, refused when it is a file")
 	fs.BoolVar(&o.determinism, "check-determinism", false, "run every seed twice; any trace-hash difference fails (exit 1)")
 	fs.BoolVar(&o.verbose, "v", false, "print a line for every seed, not only failing ones")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar on the terminal (it is drawn only when stderr is a terminal anyway)")
 	o.real.register(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err == nil && len(pos) > 0 {
@@ -225,6 +227,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = usagef("--budget %v: want a positive duration", o.budget)
 	case o.real.addr != "" && o.determinism:
 		err = usagef("--check-determinism: %s runs in real time, where a seed replays the workload, not the interleaving: there is no trace hash to compare", o.gen.driver)
+	}
+	if err == nil {
+		err = prepareOutDir("--out", o.out)
 	}
 	if err != nil {
 		return flagErr("run", err, stderr)
@@ -277,8 +282,11 @@ func (o *runOpts) swarm(ctx context.Context, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "storesim run: driver=%s profile=%s ops=%d seeds=%s", o.cfg.Driver, o.cfg.Profile, o.cfg.Ops, o.seeds)
 	if o.seeds.random {
 		fmt.Fprintf(stderr, " (drawn from base %d; each seed is printed) budget=%v", o.base, o.budget)
-	} else if o.shard.n > 1 {
-		fmt.Fprintf(stderr, " shard=%d/%d (seeds %d:%d)", o.shard.i, o.shard.n, src.start, src.count)
+	} else {
+		if o.shard.n > 1 {
+			fmt.Fprintf(stderr, " shard=%d/%d", o.shard.i, o.shard.n)
+		}
+		fmt.Fprintf(stderr, " (%s)", src.resolved())
 	}
 	fmt.Fprintf(stderr, " workers=%d version=%s\n", o.workers, version)
 	if o.real.addr != "" {

@@ -24,6 +24,7 @@ func scenarioCmd(_ context.Context, args []string, stdout, stderr io.Writer) int
 	fs := flag.NewFlagSet("scenario", flag.ContinueOnError)
 	rewrite := fs.Bool("rewrite", false, "replace every expected output with what the run prints and write the files back (read the diff before committing)")
 	driver := fs.String("driver", "", "replace every endpoint's driver (e.g. broken:LiesAboutAccess: a scenario that exercises its rule must then fail)")
+	quiet := quietFlag(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err == nil && *driver != "" {
 		err = checkDriver(*driver)
@@ -62,8 +63,11 @@ func scenarioCmd(_ context.Context, args []string, stdout, stderr io.Writer) int
 		files = append(files, fs...)
 	}
 	passed, failed := 0, 0
-	for _, f := range files {
+	live := newLiveLine(stderr, *quiet)
+	for i, f := range files {
+		live.draw(fmt.Sprintf("scenario: %d/%d %s", i+1, len(files), f), false)
 		res, err := scenarios.RunFile(f, opts)
+		live.clear()
 		var se *scenarios.Error
 		switch {
 		case errors.As(err, &se):

@@ -111,3 +111,17 @@ func (s *seedSource) Next() (uint64, bool) {
 	s.next++
 	return s.start + s.next - 1, true
 }
+
+// resolved is the range the source runs, first..last: "5..6" for 5:2, and
+// "no seeds" for a shard whose part is empty.
+func (s *seedSource) resolved() string {
+	switch {
+	case s.spec.random:
+		return "random"
+	case s.count == 0:
+		return "no seeds: this shard's part is empty"
+	case s.count == 1:
+		return fmt.Sprintf("seed %d", s.start)
+	}
+	return fmt.Sprintf("%d..%d", s.start, s.start+s.count-1)
+}

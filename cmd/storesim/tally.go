@@ -13,6 +13,7 @@ import (
 
 	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/fuzz/engine"
+	"github.com/storesim/storesim/fuzz/timeline"
 )
 
 // What run prints and how it exits: the JSON records, the tally of verdicts,
@@ -20,8 +21,10 @@ import (
 
 // seedRecord is one JSON line per seed.
 type seedRecord struct {
-	Type      string `json:"type"` // "seed"
-	Seed      uint64 `json:"seed"`
+	Type string `json:"type"` // "seed"
+	// Seed is a JSON string: a 64-bit seed does not survive a reader that
+	// parses numbers as float64.
+	Seed      uint64 `json:"seed,string"`
 	TraceHash string `json:"trace_hash"`
 	Verdict   string `json:"verdict"`
 	Class     string `json:"class"`
@@ -119,7 +122,7 @@ func newTally(o *runOpts, src *seedSource, stdout, stderr io.Writer) *tally {
 	t := &tally{o: o, stdout: stdout, stderr: stderr, enc: json.NewEncoder(stdout), start: time.Now()}
 	t.sum = summaryRecord{Type: "summary", Driver: o.cfg.Driver, Profile: string(o.cfg.Profile), Ops: o.cfg.Ops,
 		Range: o.seeds.String(), Shard: fmt.Sprintf("%d/%d", o.shard.i, o.shard.n), CheckDeterminism: o.determinism, Classes: map[string]int{}}
-	if isTerminal(stderr) {
+	if isTerminal(stderr) && !o.quiet {
 		t.bar = &progress{w: stderr, total: int(src.count)} // 0 for random seeds
 	}
 	return t
@@ -272,9 +275,16 @@ func writeFailure(root string, r *engine.Result) (string, error) {
 		{"report.txt", report.String()},
 		{"repro.txt", repro},
 	}
+	topts := timeline.Options{Repro: reproOf(r)}
 	if vizErr == nil {
 		files = append(files, struct{ name, text string }{"porcupine.html", viz.String()})
+		topts.Porcupine = "porcupine.html"
 	}
+	var page strings.Builder
+	if err := timeline.Write(&page, r, topts); err != nil {
+		return dir, fmt.Errorf("timeline.html of seed %d: %w", r.Seed, err)
+	}
+	files = append(files, struct{ name, text string }{"timeline.html", page.String()})
 	var errs []error
 	for _, f := range files {
 		errs = append(errs, os.WriteFile(filepath.Join(dir, f.name), []byte(f.text), 0o644))

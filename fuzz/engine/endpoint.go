@@ -69,6 +69,10 @@ type EndpointOptions struct {
 	Backend backend.Config
 	// Later: the backend is built by Register, not by NewEndpoint.
 	Later bool
+	// OnAttempt, when set, sees every attempt change the backend reports
+	// (Config.OnChange), after the lender did: the run function notes
+	// outcomes, access and the lender's releases for the timeline.
+	OnAttempt func(*backend.Attempt)
 	// Model, in a simulated run, builds the backend on the reference model's
 	// tap (model/refine: B-MODEL, B-PROGRESS); the caller must then admit,
 	// cancel and shut down through the Endpoint (Admit, Cancel, Shutdown) and
@@ -210,6 +214,9 @@ func safeNew(f Factory, name string, env registry.Env) (d drivers.Driver, err er
 func (ep *Endpoint) Register() error {
 	cfg := ep.opts.Backend
 	cfg.Name, cfg.OnChange = ep.Name, ep.Lender.OnChange
+	if f := ep.opts.OnAttempt; f != nil {
+		cfg.OnChange = func(a *backend.Attempt) { ep.Lender.OnChange(a); f(a) }
+	}
 	d := ep.Monitor.Driver()
 	if ep.opts.Lies.any() && ep.opts.Sched != nil {
 		d = newLiar(d, ep.opts.Lies, sim.NewRand(sim.SubSeed(ep.opts.Seed, "liar/"+ep.Name)))

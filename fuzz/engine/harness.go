@@ -193,6 +193,10 @@ type run struct {
 	byEp  map[string]*Endpoint
 	ops   []*opState
 	found []rules.Violation // what the harness itself found (a lender refusing a loan back)
+	// attempts and attemptNotes follow every attempt for the timeline
+	// (attempt.go): outcome, access and the lender's release, as notes.
+	attempts     map[*backend.Attempt]*attemptSeen
+	attemptNotes []EndpointNote
 }
 
 type opState struct {
@@ -262,6 +266,7 @@ func (r *run) endpoint(spec workload.Endpoint) (*Endpoint, error) {
 	o.Recorder = model.RecorderOptions{Sequence: &r.seq, StoreLogComplete: true, Lookups: true}
 	o.Backend.DrainTimeout = time.Millisecond
 	o.Model, o.Lies = !r.cfg.noModel, lies
+	o.OnAttempt = func(a *backend.Attempt) { r.attemptChanged(spec.Name, a) }
 	ep, err := NewEndpoint(o)
 	if err != nil && (r.cfg.Factory == nil || !errors.Is(err, ErrDriver)) {
 		err = fmt.Errorf("%w: %w", ErrBadLog, err)
@@ -354,6 +359,7 @@ func (r *run) submit(i int, st *opState) {
 	if err := ep.Lender.Attach(loan, a); err != nil {
 		r.harness(ep, err)
 	}
+	r.attemptAdmitted(i, ep, a, loan)
 }
 
 // harness records a failure of the harness itself (the lender refusing what

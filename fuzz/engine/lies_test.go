@@ -20,6 +20,7 @@ fault A fault LIE rate=1
 op at=0us publish A keys=k1,k2,k3 mask=111
 op at=5us fetch A keys=k1,k2 mask=11
 op at=90us shutdown A
+end
 `
 	for _, c := range []struct {
 		lie, driver string

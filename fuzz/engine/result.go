@@ -38,6 +38,26 @@ type EndpointNote struct {
 	model.Note
 }
 
+// EndpointCall is a recorder's facts about one driver call and the
+// endpoint it was submitted on.
+type EndpointCall struct {
+	Endpoint string
+	model.CallInfo
+}
+
+// OpRecord is what became of one op of the log: the attempt it was admitted
+// as (0 when none), that attempt's outcome and access at the end of the
+// run, or why it was skipped (refused, no slots to lend).
+type OpRecord struct {
+	Index    int
+	Op       workload.Op
+	Attempt  uint64
+	Outcome  string
+	Access   string
+	Skipped  string
+	Endpoint string
+}
+
 // Result is what a run found.
 type Result struct {
 	Seed      uint64
@@ -53,6 +73,11 @@ type Result struct {
 	// timelines and the porcupine visualization.
 	Notes   []EndpointNote
 	History model.History
+	// Calls are every endpoint's driver calls (submission order per
+	// endpoint, endpoints in log order); Ops what became of each op. With
+	// Notes, History and Failures they are what the timeline page shows.
+	Calls []EndpointCall
+	Ops   []OpRecord
 	// Config is what the run was given (for the repro command).
 	Config Config
 	// Stats: attempts admitted and their outcomes, across endpoints.
@@ -83,6 +108,11 @@ func (r *run) judge(runErr error) {
 			res.Skipped++
 		}
 		a := st.attempt
+		rec := OpRecord{Index: i, Op: st.op, Skipped: st.skipped, Endpoint: st.op.Endpoint}
+		if a != nil {
+			rec.Attempt, rec.Outcome, rec.Access = a.ID(), a.Outcome().String(), a.Access().String()
+		}
+		res.Ops = append(res.Ops, rec)
 		if a == nil {
 			continue
 		}
@@ -116,6 +146,10 @@ func (r *run) judge(runErr error) {
 		for _, n := range ep.Recorder.Notes() {
 			res.Notes = append(res.Notes, EndpointNote{Endpoint: ep.Name, Note: n})
 		}
+		for _, c := range ep.Recorder.Calls() {
+			res.Calls = append(res.Calls, EndpointCall{Endpoint: ep.Name, CallInfo: c})
+		}
 	}
+	res.Notes = append(res.Notes, r.attemptNotes...)
 	sort.SliceStable(res.Notes, func(i, j int) bool { return res.Notes[i].Seq < res.Notes[j].Seq })
 }

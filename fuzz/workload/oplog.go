@@ -8,7 +8,7 @@
 //
 // # Format
 //
-//	storesim-oplog v1
+//	storesim-oplog v2
 //	seed 42
 //	store durable
 //	endpoint A driver=memory rows=4 absent-is-miss=true inflight=4 queued=16 unprovable=8 regions=r0:8x64,r1:8x64
@@ -19,6 +19,7 @@
 //	op at=6us quiesce B 1
 //	op at=7us fetch A keys=k2 mask=1 bad=outside
 //	op at=90us shutdown A
+//	end
 //
 // Ops are numbered from 0 in file order; cancel names the op it cancels,
 // quiesce the endpoint and the ops whose attempts it asks Backend.Quiesce
@@ -28,6 +29,23 @@
 // Blank lines and lines starting with '#' are ignored. Fault lines are
 // passed to the endpoint's driver unchanged (for the memory drivers, one
 // line of memdriver.FaultMix).
+//
+// # The end marker
+//
+// A v2 log (what [Log.String] writes) ends with the line "end" and a final
+// newline, and Parse requires both: a log cut at any byte — a copy that
+// stopped, a disk that filled up — is an error that says "truncated", never
+// a shorter workload that runs. Only comments and blank lines may follow
+// "end". A v1 log (header "storesim-oplog v1", written before the marker
+// existed) is still accepted as it is, without the marker: failure folders
+// and shrunk files saved by older versions keep replaying, but a cut in one
+// cannot be told from its end. Printing a parsed v1 log writes v2.
+//
+// # Limits
+//
+// Parse refuses a log whose regions or ops exceed the limits in limits.go
+// (see [CheckLimits] and docs/FORMATS.md): a region of 3000000000 slots is
+// one error line, not an out-of-memory crash.
 package workload
 
 import (
@@ -39,8 +57,15 @@ import (
 	"time"
 )
 
-// Header is the first line of every op log.
-const Header = "storesim-oplog v1"
+// Header is the first line of every op log Log.String writes.
+const Header = "storesim-oplog v2"
+
+// HeaderV1 is the header of logs written before the end marker: Parse still
+// reads them, without requiring "end".
+const HeaderV1 = "storesim-oplog v1"
+
+// End is the last line of a v2 log.
+const End = "end"
 
 // Log is one workload.
 type Log struct {
@@ -140,6 +165,7 @@ func (l *Log) String() string {
 		b.WriteString(op.String())
 		b.WriteByte('\n')
 	}
+	b.WriteString(End + "\n")
 	return b.String()
 }
 
@@ -174,45 +200,105 @@ func (op Op) String() string {
 	return at
 }
 
-// Parse reads a log in the text form. Errors wrap ErrSyntax and name the line.
+// Parse reads a log in the text form. Errors wrap ErrSyntax and name the
+// line; a v2 log cut short anywhere is reported as truncated (ErrTruncated).
+// A log over the limits (CheckLimits) is refused before anything is built.
 func Parse(text string) (*Log, error) {
 	p := parser{log: &Log{Store: "durable"}, endpoints: map[string]int{}}
 	lines := strings.Split(text, "\n")
-	sawHeader := false
+	first, v1 := -1, false
+header:
 	for i, raw := range lines {
 		line := strings.TrimSpace(raw)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		p.line = i + 1
-		if !sawHeader {
-			if line != Header {
-				return nil, p.errf("first line must be %q, got %q", Header, line)
-			}
-			sawHeader = true
+		switch {
+		case line == Header:
+		case line == HeaderV1:
+			v1 = true
+		case i == len(lines)-1 && (strings.HasPrefix(Header, line) || strings.HasPrefix(HeaderV1, line)):
+			return nil, p.truncf("the file ends inside its header line %q", line)
+		default:
+			return nil, p.errf("first line must be %q, got %q", Header, line)
+		}
+		first = i
+		break header
+	}
+	if first < 0 {
+		return nil, fmt.Errorf("%w: %w: empty input, or only comments (want %q on the first line)", ErrSyntax, ErrTruncated, Header)
+	}
+	body := lines[first+1:]
+	if !v1 {
+		var err error
+		if body, err = p.checkEnd(lines, first); err != nil {
+			return nil, err
+		}
+	}
+	for i, raw := range body {
+		line := strings.TrimSpace(raw)
+		if line == "" || strings.HasPrefix(line, "#") {
 			continue
+		}
+		p.line = first + i + 2
+		if line == End && v1 {
+			return nil, p.errf("%q in a %s log (only v2 logs end with it)", End, HeaderV1)
 		}
 		if err := p.parseLine(line); err != nil {
 			return nil, err
 		}
 	}
-	if !sawHeader {
-		return nil, fmt.Errorf("%w: empty input (want %q on the first line)", ErrSyntax, Header)
-	}
 	if len(p.log.Endpoints) == 0 {
 		return nil, fmt.Errorf("%w: no endpoint line", ErrSyntax)
 	}
+	if err := CheckLimits(p.log); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSyntax, err)
+	}
 	return p.log, nil
+}
+
+// ErrTruncated is wrapped by the error of a log that was cut short: no
+// final newline, no end line, a header cut mid-line, or nothing at all.
+var ErrTruncated = errors.New("truncated")
+
+// checkEnd finds the end line of a v2 log whose header is lines[first]: the
+// text must end with a newline, and the last line that is not blank or a
+// comment must be "end". It returns the lines between header and end.
+func (p *parser) checkEnd(lines []string, first int) ([]string, error) {
+	last := len(lines) - 1
+	if lines[last] != "" {
+		p.line = last + 1
+		return nil, p.truncf("the file ends mid-line, without its final newline (a v2 op log ends with the line %q)", End)
+	}
+	for i := last - 1; i > first; i-- {
+		line := strings.TrimSpace(lines[i])
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if line != End {
+			p.line = i + 1
+			return nil, p.truncf("no %q line after the last line %q: the log was cut short", End, line)
+		}
+		return lines[first+1 : i], nil
+	}
+	p.line = first + 1
+	return nil, p.truncf("nothing after the header, not even the %q line", End)
 }
 
 type parser struct {
 	log       *Log
 	line      int
 	endpoints map[string]int
+	budget    Budget
 }
 
 func (p *parser) errf(format string, args ...any) error {
 	return fmt.Errorf("%w line %d: %s", ErrSyntax, p.line, fmt.Sprintf(format, args...))
+}
+
+func (p *parser) truncf(format string, args ...any) error {
+	return fmt.Errorf("%w line %d: %w: %s", ErrSyntax, p.line, ErrTruncated, fmt.Sprintf(format, args...))
 }
 
 func (p *parser) parseLine(line string) error {
@@ -239,9 +325,14 @@ func (p *parser) parseLine(line string) error {
 		}
 		p.log.Endpoints[idx].Faults = append(p.log.Endpoints[idx].Faults, strings.TrimSpace(f))
 	case "op":
+		if len(p.log.Ops) >= MaxOps {
+			return p.errf("more than %d ops (the limit of ops per log, see docs/FORMATS.md)", MaxOps)
+		}
 		return p.parseOp(rest)
+	case End:
+		return p.errf("%q before the last line (only comments may follow it)", End)
 	default:
-		return p.errf("unknown line kind %q (want seed, store, endpoint, fault or op)", verb)
+		return p.errf("unknown line kind %q (want seed, store, endpoint, fault, op or end)", verb)
 	}
 	return nil
 }
@@ -265,15 +356,15 @@ func (p *parser) parseEndpoint(rest string) error {
 		case "driver":
 			e.Driver = v
 		case "rows":
-			e.MaxRows, err = positive(v)
+			e.MaxRows, err = setting(v, 1)
 		case "absent-is-miss":
 			e.AbsentIsMiss, err = strconv.ParseBool(v)
 		case "inflight":
-			e.InFlight, err = positive(v)
+			e.InFlight, err = setting(v, 1)
 		case "queued":
-			e.Queued, err = nonNegative(v)
+			e.Queued, err = setting(v, 0)
 		case "unprovable":
-			e.Unprovable, err = nonNegative(v)
+			e.Unprovable, err = setting(v, 0)
 		case "regions":
 			e.Regions, err = parseRegions(v)
 		default:
@@ -285,6 +376,21 @@ func (p *parser) parseEndpoint(rest string) error {
 	}
 	if len(e.Regions) == 0 {
 		return p.errf("endpoint %s: no regions=", e.Name)
+	}
+	if len(p.log.Endpoints) >= MaxEndpoints {
+		return p.errf("endpoint %s: more than %d endpoints (the limit per log, see %s)", e.Name, MaxEndpoints, LimitsDoc)
+	}
+	if len(e.Regions) > MaxRegions {
+		return p.errf("endpoint %s: %d regions; at most %d per endpoint (%s)", e.Name, len(e.Regions), MaxRegions, LimitsDoc)
+	}
+	for _, r := range e.Regions {
+		what := fmt.Sprintf("%s:%dx%d", r.Label, r.Slots, r.SlotBytes)
+		if err := CheckRegion(what, r.Slots, r.SlotBytes); err != nil {
+			return p.errf("endpoint %s: %v", e.Name, err)
+		}
+		if err := p.budget.Add(what, r.Slots, r.SlotBytes); err != nil {
+			return p.errf("endpoint %s: %v", e.Name, err)
+		}
 	}
 	p.endpoints[e.Name] = len(p.log.Endpoints)
 	p.log.Endpoints = append(p.log.Endpoints, e)
@@ -390,6 +496,9 @@ func (p *parser) parseRowsOp(op *Op, args []string) error {
 	}
 	op.Endpoint = args[0]
 	op.Keys = strings.Split(strings.TrimPrefix(args[1], "keys="), ",")
+	if len(op.Keys) > MaxKeysPerOp {
+		return p.errf("%s names %d keys; at most %d per op (%s)", op.Kind, len(op.Keys), MaxKeysPerOp, LimitsDoc)
+	}
 	for _, k := range op.Keys {
 		if k == "" {
 			return p.errf("empty key in %q", args[1])
@@ -416,10 +525,11 @@ func positive(s string) (int, error) {
 	return n, nil
 }
 
-func nonNegative(s string) (int, error) {
+// setting reads an endpoint setting: an integer from least to MaxSetting.
+func setting(s string, least int) (int, error) {
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("want a non-negative integer")
+	if err != nil || n < least || n > MaxSetting {
+		return 0, fmt.Errorf("want an integer from %d to %d (%s)", least, MaxSetting, LimitsDoc)
 	}
 	return n, nil
 }

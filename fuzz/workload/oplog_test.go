@@ -44,23 +44,35 @@ func TestGenerateDeterministic(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	good := Header + "\nendpoint A regions=r0:4x16\n"
+	const end = End + "\n"
 	cases := []struct{ name, text, want string }{
 		{"empty", "", "empty input"},
 		{"no header", "seed 1\n", "line 1"},
-		{"bad seed", Header + "\nseed x\n", "line 2: bad seed"},
-		{"no endpoint", Header + "\nseed 1\n", "no endpoint"},
-		{"bad region", Header + "\nendpoint A regions=r0:4\n", "line 2"},
-		{"unknown kind", good + "op at=0us frob A\n", "line 3: unknown op kind"},
-		{"undeclared endpoint", good + "op at=0us fetch B keys=k mask=1\n", "undeclared endpoint"},
-		{"mask length", good + "op at=0us fetch A keys=k,j mask=1\n", "1 bits for 2 keys"},
-		{"cancel forward", good + "op at=0us cancel 3\n", "not an earlier op"},
-		{"time backwards", good + "op at=5us fetch A keys=k mask=1\nop at=4us fetch A keys=k mask=1\n", "goes back"},
-		{"time overflows", good + "op at=9223372036854775807us fetch A keys=k mask=1\n", "bad op time"},
-		{"truncated op", good + "op at=", "line 3"},
-		{"unknown bad view", good + "op at=0us fetch A keys=k mask=1 bad=odd\n", `unknown bad= "odd"`},
-		{"quiesce forward", good + "op at=0us fetch A keys=k mask=1\nop at=0us quiesce A 0,4\n", "not an earlier op"},
-		{"quiesce no targets", good + "op at=0us quiesce A\n", "quiesce takes"},
-		{"quiesce undeclared", good + "op at=0us fetch A keys=k mask=1\nop at=0us quiesce B 0\n", "undeclared endpoint"},
+		{"bad seed", Header + "\nseed x\n" + end, "line 2: bad seed"},
+		{"no endpoint", Header + "\nseed 1\n" + end, "no endpoint"},
+		{"bad region", Header + "\nendpoint A regions=r0:4\n" + end, "line 2"},
+		{"unknown kind", good + "op at=0us frob A\n" + end, "line 3: unknown op kind"},
+		{"undeclared endpoint", good + "op at=0us fetch B keys=k mask=1\n" + end, "undeclared endpoint"},
+		{"mask length", good + "op at=0us fetch A keys=k,j mask=1\n" + end, "1 bits for 2 keys"},
+		{"cancel forward", good + "op at=0us cancel 3\n" + end, "not an earlier op"},
+		{"time backwards", good + "op at=5us fetch A keys=k mask=1\nop at=4us fetch A keys=k mask=1\n" + end, "goes back"},
+		{"time overflows", good + "op at=9223372036854775807us fetch A keys=k mask=1\n" + end, "bad op time"},
+		{"truncated op", good + "op at=", "line 3: truncated"},
+		{"no end", good + "op at=0us fetch A keys=k mask=1\n", "line 3: truncated: no \"end\" line"},
+		{"no final newline", good + "end", "line 3: truncated: the file ends mid-line"},
+		{"end twice", good + end + end, "line 3: \"end\" before the last line"},
+		{"op after end", good + end + "op at=0us fetch A keys=k mask=1\n", "truncated: no \"end\" line after"},
+		{"end in v1", HeaderV1 + "\nendpoint A regions=r0:4x16\nend\n", "only v2 logs end with it"},
+		{"unknown bad view", good + "op at=0us fetch A keys=k mask=1 bad=odd\n" + end, `unknown bad= "odd"`},
+		{"quiesce forward", good + "op at=0us fetch A keys=k mask=1\nop at=0us quiesce A 0,4\n" + end, "not an earlier op"},
+		{"quiesce no targets", good + "op at=0us quiesce A\n" + end, "quiesce takes"},
+		{"quiesce undeclared", good + "op at=0us fetch A keys=k mask=1\nop at=0us quiesce B 0\n" + end, "undeclared endpoint"},
+		{"huge region", Header + "\nendpoint A regions=A0:3000000000x16\n" + end, "line 2: endpoint A: over a limit: region A0:3000000000x16 has 3000000000 slots; at most 65536 slots per region (docs/FORMATS.md)"},
+		{"huge slot", Header + "\nendpoint A regions=A0:2x40000000\n" + end, "over 67108864 bytes (64 MiB) per region"},
+		{"huge total", Header + "\nendpoint A regions=a:1024x65536,b:1024x65536,c:1024x65536,d:1024x65536,e:1x1\n" + end, "over 268435456 bytes (256 MiB) per file"},
+		{"huge setting", Header + "\nendpoint A rows=100000000 regions=r0:4x16\n" + end, "want an integer from 1 to 65536"},
+		{"many keys", good + "op at=0us fetch A keys=" + strings.Repeat("k,", MaxKeysPerOp) + "k mask=" + strings.Repeat("1", MaxKeysPerOp+1) + "\n" + end, "at most 4096 per op"},
+		{"many ops", good + strings.Repeat("op at=0us fetch A keys=k mask=1\n", MaxOps+1) + end, "more than 100000 ops"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,5 +81,46 @@ func TestParseErrors(t *testing.T) {
 				t.Fatalf("got %v, want an op log error containing %q (repro: go test ./fuzz/workload -run 'TestParseErrors/%s')", err, tc.want, tc.name)
 			}
 		})
+	}
+}
+
+// TestTruncatedAnywhere: a v2 log, with the comment lines a failure folder
+// puts above it, cut at any byte is an error that says "truncated"
+// (ErrTruncated), never a shorter workload.
+func TestTruncatedAnywhere(t *testing.T) {
+	l := Generate(3, GenConfig{Ops: 12, Faults: func(uint64, string) []string { return []string{"row-fault rate=0.05"} }})
+	text := "# seed 3: pass\n# repro: storesim replay --seed 3\n" + l.String()
+	if _, err := Parse(text); err != nil {
+		t.Fatalf("the whole log: %v (repro: go test ./fuzz/workload -run TestTruncatedAnywhere)", err)
+	}
+	for n := 0; n < len(text); n++ {
+		_, err := Parse(text[:n])
+		if !errors.Is(err, ErrTruncated) || !errors.Is(err, ErrSyntax) || !strings.Contains(err.Error(), "truncated") {
+			t.Fatalf("cut at byte %d of %d (%q…): got %v, want a truncated error (repro: go test ./fuzz/workload -run TestTruncatedAnywhere)", n, len(text), text[max(0, n-20):n], err)
+		}
+	}
+}
+
+// TestV1StillParses: a log written before the end marker (header v1, no
+// "end") parses to the same workload, and prints as v2.
+func TestV1StillParses(t *testing.T) {
+	l := Generate(5, GenConfig{Ops: 20})
+	v2 := l.String()
+	v1 := strings.Replace(strings.TrimSuffix(v2, End+"\n"), Header, HeaderV1, 1)
+	back, err := Parse(v1)
+	if err != nil || back.String() != v2 {
+		t.Fatalf("a v1 log: %v; reprinted:\n%s\nwant:\n%s (repro: go test ./fuzz/workload -run TestV1StillParses)", err, back, v2)
+	}
+	if !strings.HasSuffix(v2, "\n"+End+"\n") || !strings.HasPrefix(v2, Header+"\n") {
+		t.Fatalf("Log.String does not write the v2 header and the end line:\n%s (repro: go test ./fuzz/workload -run TestV1StillParses)", v2)
+	}
+}
+
+// TestLimitsHoldForGenerated: the generator stays within every limit.
+func TestLimitsHoldForGenerated(t *testing.T) {
+	for seed := range uint64(200) {
+		if err := CheckLimits(Generate(seed, GenConfig{Ops: 500})); err != nil {
+			t.Fatalf("seed %d: %v (repro: go test ./fuzz/workload -run TestLimitsHoldForGenerated)", seed, err)
+		}
 	}
 }

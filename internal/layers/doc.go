@@ -10,7 +10,7 @@
 //	2 broken     broken, broken/redisbroken, …             planted driver bugs: wrappers around drivers, hooks
 //	3 oracles    model, model/lender, drivers/monitor, …   judge the backend and the drivers
 //	4 engine     fuzz/workload, fuzz/engine, fuzz/shrink,  op log, generator, endpoint builder,
-//	             fuzz/registry, fuzz                       run function, one Check, shrinker
+//	             fuzz/registry, fuzz/timeline, fuzz        run function, one Check, shrinker, timeline page
 //	5 entry      scenarios, drivers/drivertest, broken/zoo, cmd/storesim …
 //
 // A package's non-test files may import packages of its own layer's group listed in Allowed,

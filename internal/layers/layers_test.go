@@ -46,6 +46,7 @@ var layer = map[string]int{
 	"fuzz/registry": 4,
 	"fuzz/engine":   4,
 	"fuzz/shrink":   4,
+	"fuzz/timeline": 4,
 	"fuzz":          4,
 	"fuzz/machine":  4,
 

@@ -130,19 +130,23 @@ func swarm(args []string) error {
 	// Warm the process up (allocator, first porcupine check) on a seed far
 	// from every hunt, so the first hunt is not charged for it.
 	zoo.HuntSwarm(1<<40, 3, engine.Config{})
-	for _, f := range strings.Split(*starts, ",") {
+	list := strings.Split(*starts, ",")
+	for i, f := range list {
 		start, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
 		if err != nil {
 			return fmt.Errorf("-starts: %w", err)
 		}
+		status("realhunt swarm: %s: hunt %d/%d from seed %d (at most %d seeds)", bug, i+1, len(list), start, *limit)
 		t0 := time.Now()
 		h := zoo.HuntSwarm(start, *limit, engine.Config{})
 		rec.Hunts = append(rec.Hunts, zoo.HuntRecord{Start: start, Tried: h.Tried, Found: h.Found, Seed: h.Seed,
 			Verdict: h.Verdict, Rule: h.Rule.String(), Detail: clip(h.Detail, 300), WallMS: ms(time.Since(t0))})
 	}
 	if *ss != "" && len(rec.Hunts) > 0 && rec.Hunts[0].Found {
+		status("realhunt swarm: %s: shrinking seed %d (at most %v)", bug, rec.Hunts[0].Seed, *shrinkTime)
 		rec.Shrink = shrink(*ss, rec.Hunts[0].Seed, *shrinkTime)
 	}
+	status("")
 	return emit(rec)
 }
 
@@ -197,13 +201,30 @@ func naive(args []string) error {
 	}
 	rec := zoo.NaiveRecord{Kind: "naive", Bug: bug, BudgetMS: ms(*budget)}
 	for i := range *runs {
+		status("realhunt naive: %s: run %d/%d (at most %v)", bug, i+1, *runs, *budget)
 		r, err := naiveRun(*budget, *seed+uint64(i))
 		if err != nil {
 			return err
 		}
 		rec.Runs = append(rec.Runs, r)
 	}
+	status("")
 	return emit(rec)
+}
+
+// stderrIsTerminal: the status line is drawn only on a terminal (scripts/zoo.sh
+// run by hand), never into a log.
+var stderrIsTerminal = func() bool {
+	st, err := os.Stderr.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}()
+
+// status redraws the one status line on stderr ("" clears it).
+func status(format string, args ...any) {
+	if !stderrIsTerminal {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "\r\033[K"+format, args...)
 }
 
 // naiveRun runs the stress test in a child process and times it.
