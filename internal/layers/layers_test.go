@@ -52,6 +52,7 @@ var layer = map[string]int{
 	"broken/zoo/realhunt":   5,
 	"broken/zoo/realstress": 5,
 	"cmd/storesim":          5,
+	"cmd/storesim/cli":      5,
 	"internal/layers":       5,
 }
 

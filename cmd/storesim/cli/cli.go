@@ -1,5 +1,18 @@
-// Command storesim runs seed swarms, replays and shrinks failing seeds, runs
-// scenario files and certifies drivers.
+// Package cli is storesim's command line as a library: it runs seed
+// swarms, replays and shrinks failing seeds, runs scenario files and
+// certifies drivers. cmd/storesim is a thin main around [Main]; a driver
+// author's own main hands [Main] their drivers ([Options].Drivers) and gets
+// the whole CLI for them, every repro line naming their binary:
+//
+//	package main
+//
+//	func main() {
+//		os.Exit(cli.Main(os.Args[1:], cli.Options{Drivers: map[string]cli.Factory{
+//			"mine": func(env cli.Env) (drivers.Driver, error) { return mine.New(env.RT, env.Store, env.Name), nil },
+//		}}))
+//	}
+//
+// Below, storesim stands for the command's name ([Options].Name).
 //
 // # Commands
 //
@@ -43,10 +56,11 @@
 // Progress, configuration and the closing line `seeds: N passed, N failed`
 // go to stderr; the progress bar only when stderr is a terminal.
 //
-// The version is stamped at build time:
+// The version is [Options].Version; cmd/storesim's is stamped at build
+// time:
 //
 //	go build -ldflags "-X main.version=v0.3.0" ./cmd/storesim
-package main
+package cli
 
 import (
 	"context"
@@ -54,12 +68,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
 )
 
-// version is the storesim version, stamped with -ldflags "-X main.version=…".
+// version is the version an app states unless Options.Version says
+// otherwise.
 var version = "dev"
 
 // Exit codes (see the package doc).
@@ -82,13 +95,6 @@ const exitCodes = `exit codes:
   5  inconclusive (a linearizability check timed out) and nothing failed
   several: the first of 1, 3, 4, 5, 2
 `
-
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := runContext(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
 
 // run is the whole CLI with its streams given, so tests call it directly.
 func run(args []string, stdout, stderr io.Writer) int {
@@ -114,12 +120,12 @@ func commands() []command {
 
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		usage(stderr)
+		usage(stderr, appOf(ctx).name)
 		return exitUsage
 	}
 	switch args[0] {
 	case "help", "-h", "--help", "-help":
-		usage(stdout)
+		usage(stdout, appOf(ctx).name)
 		return exitPass
 	}
 	for _, c := range commands() {
@@ -139,8 +145,8 @@ func commandNames() string {
 	return strings.Join(names, ", ")
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: storesim COMMAND [flags]   (storesim COMMAND -h for its flags)")
+func usage(w io.Writer, name string) {
+	fmt.Fprintf(w, "usage: %s COMMAND [flags]   (%s COMMAND -h for its flags)\n", name, name)
 	fmt.Fprintln(w)
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
@@ -149,7 +155,7 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, exitCodes)
 }
 
-func versionCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
+func versionCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if isHelp(args) {
 		return noFlagsHelp("version", stdout)
 	}
@@ -157,7 +163,8 @@ func versionCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "storesim version: takes no arguments, got %q\n", args)
 		return exitUsage
 	}
-	fmt.Fprintln(stdout, "storesim", version)
+	a := appOf(ctx)
+	fmt.Fprintln(stdout, a.name, a.version)
 	return exitPass
 }
 

@@ -1,16 +1,14 @@
-package main
+package cli
 
 import (
 	"context"
 	"fmt"
 	"io"
-
-	"github.com/storesim/storesim/fuzz/registry"
 )
 
 const redisScheme = "redis://"
 
-func driversCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
+func driversCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if isHelp(args) {
 		return noFlagsHelp("drivers", stdout)
 	}
@@ -18,7 +16,7 @@ func driversCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "storesim drivers: takes no arguments, got %q\n", args)
 		return exitUsage
 	}
-	for _, n := range registry.Names() {
+	for _, n := range appOf(ctx).names() {
 		fmt.Fprintln(stdout, n)
 	}
 	fmt.Fprintln(stdout, "# also redis://HOST:PORT (a real Redis or Valkey server): accepted by certify and run (real time: a seed replays the workload, not the interleaving); replay, shrink and scenario simulate their drivers and refuse it")
