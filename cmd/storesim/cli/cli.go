@@ -26,7 +26,9 @@
 //	storesim shrink   --seed N [--driver NAME] [--profile P] [--ops N] | FILE|DIR
 //	                  [--time 60s] [--max-runs N] [--out FILE] [--scenario FILE]
 //	storesim drivers
-//	storesim certify  --driver NAME [--json]
+//	storesim certify  --driver NAME [--json] [--rule GROUP…] [--seed N] [--seeds N] [--short]
+//	storesim certify  --driver NAME --rule GROUP --case CASE --seed N [--directed]
+//	                  (exactly one run, as a failure's repro names it)
 //	storesim scenario [FILE|DIR…] [--rewrite]
 //	storesim version
 //
