@@ -53,6 +53,8 @@ type Model struct {
 
 	shut shutState
 
+	count backend.Stats // the counters Stats must show (its gauges are judged apart)
+
 	dirty  bool // a fact arrived since the last step was judged
 	qdirty bool // ... since the last quiescent point was judged
 
@@ -95,6 +97,9 @@ type attempt struct {
 	touched    bool          // seen in this step
 	stopDue    bool          // committed Failed or Cancelled in this step
 	noRoom     string        // why B-BOUND refuses it at admission ("" if it fits)
+	missed     int           // fetch rows not served: absent at lookup, or MISS
+	declined   int           // publish rows declined, then absent at the second lookup
+	raced      int           // publish rows declined, then present (served)
 	bad        string        // why the view is malformed ("" if it is not)
 }
 
@@ -297,6 +302,15 @@ func (m *Model) Admitted(av AttemptView, err error) {
 	room := ""
 	if why == "" && !a.expectFail {
 		room = a.noRoom
+	}
+	if err != nil {
+		if errors.Is(err, drivers.ErrInvalidSubmission) {
+			m.count.Invalid++
+		} else {
+			m.count.Rejected++
+		}
+	} else {
+		m.count.Attempts++
 	}
 	switch {
 	case err != nil && why == "" && room == "" && !a.expectFail:

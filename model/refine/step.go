@@ -101,6 +101,22 @@ func (m *Model) committedNow(a *attempt, o backend.Outcome) {
 	}
 	switch o.State {
 	case backend.Delivered:
+		m.count.Delivered++
+		for _, sv := range o.Served {
+			if sv {
+				m.count.Served++
+			}
+		}
+		m.count.Missed += uint64(a.missed)
+		m.count.Declined += uint64(a.declined)
+		m.count.Raced += uint64(a.raced)
+	case backend.Failed:
+		m.count.Failed++
+	case backend.Cancelled:
+		m.count.Cancelled++
+	}
+	switch o.State {
+	case backend.Delivered:
 		switch {
 		case a.cancelAsk:
 			m.fail(rules.BOutcome, a, 0, "delivered-cancelled", fmt.Sprintf("it was cancelled while Pending, but it is %v", o))
@@ -242,9 +258,15 @@ func (m *Model) AfterStep(quiescent bool) {
 		m.fail(rules.BProgress, h.a, 0, "idle", fmt.Sprintf("batch %q waits to be dispatched and %d of %d in-flight slots are free, but the backend is idle",
 			keysOf(h.rows), m.bcfg.MaxCallsInFlight-m.inFlight(), m.bcfg.MaxCallsInFlight))
 	}
+	if nq := m.queued(); nq > m.bcfg.MaxQueuedCalls {
+		m.fail(rules.BBound, nil, 0, fmt.Sprintf("queued/%d", len(m.found)), fmt.Sprintf("%d batches wait to be dispatched (MaxQueuedCalls %d)", nq, m.bcfg.MaxQueuedCalls))
+	}
 	if m.stats != nil {
 		st := m.stats()
 		nq := m.queued()
+		if got, want := counters(st), counters(m.count); got != want {
+			m.fail(rules.BBound, nil, 0, fmt.Sprintf("counters/%d", len(m.found)), fmt.Sprintf("Stats counts %s; the attempts, calls and lookups say %s", got, want))
+		}
 		if st.InFlight != m.inFlight() || st.Queued != nq || st.Unprovable != m.unprovableCalls() || st.RetainedBytes != m.retainedBytes() {
 			m.fail(rules.BBound, nil, 0, fmt.Sprintf("stats/%d", len(m.found)), fmt.Sprintf(
 				"Stats says %d in flight, %d queued, %d UNPROVABLE, %d bytes retained; the calls say %d, %d, %d, %d",
@@ -294,4 +316,10 @@ func (m *Model) callStates(a *attempt) string {
 		}
 	}
 	return strings.Join(p, "; ")
+}
+
+// counters prints the counters of a Stats (not its gauges).
+func counters(s backend.Stats) string {
+	return fmt.Sprintf("attempts %d (delivered %d, failed %d, cancelled %d), rejected %d, invalid %d, rows served %d, missed %d, declined %d, raced %d, calls %d, lookups %d, UNPROVABLE ever %d",
+		s.Attempts, s.Delivered, s.Failed, s.Cancelled, s.Rejected, s.Invalid, s.Served, s.Missed, s.Declined, s.Raced, s.Calls, s.Lookups, s.UnprovableTotal)
 }
