@@ -176,7 +176,7 @@ func cmdEndpoint(w *world, b *block) error {
 	}
 	memory, claim := w.memory(b, ep)
 	ep.Endpoint, err = engine.NewEndpoint(engine.EndpointOptions{
-		Name: name, Driver: ep.driver, RT: w.s, Sched: w.s, Store: w.store, Caps: ep.caps, Faults: mix, Seed: w.seed,
+		Name: name, Driver: ep.driver, New: w.opts.Factory, RT: w.s, Sched: w.s, Store: w.store, Caps: ep.caps, Faults: mix, Seed: w.seed,
 		Recorder: model.RecorderOptions{Sequence: &w.seq, StoreLogComplete: true, Lookups: true},
 		Monitor: monitor.Options{
 			Truth:    w.truth,

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/storesim/storesim/drivers/rules"
+	"github.com/storesim/storesim/fuzz/engine"
 	"github.com/storesim/storesim/fuzz/workload"
 )
 
@@ -25,6 +26,9 @@ type Options struct {
 	// "broken:LiesAboutAccess"): a scenario that exercises a rule must then
 	// fail.
 	Driver string
+	// Factory, when set, builds every endpoint's driver instead of the
+	// registry, given its name (a CLI with drivers of its own).
+	Factory engine.Factory
 	// Log, when set, receives the rewrite warning.
 	Log io.Writer
 	_   struct{}

@@ -10,6 +10,7 @@ import (
 	"github.com/storesim/storesim/drivers/memdriver"
 	"github.com/storesim/storesim/drivers/monitor"
 	"github.com/storesim/storesim/drivers/rules"
+	"github.com/storesim/storesim/fuzz/engine"
 	"github.com/storesim/storesim/sim"
 	"github.com/storesim/storesim/sim/realtime"
 )
@@ -61,6 +62,9 @@ type probe struct {
 
 // ruleAcc accumulates one rule group's outcome.
 type ruleAcc struct {
+	// first is the run that found the group's first violation: what its
+	// repro reruns.
+	first      *Rerun
 	cases      int
 	seeds      []uint64
 	violations []string
@@ -83,6 +87,20 @@ type certifier struct {
 	seen   pairChances // over the case runs (the swarm's counters are never told)
 	gaps   []string
 	swarm  SwarmSummary
+	// found collects what the runs found when collect is set: [Run]'s
+	// subtests report it.
+	collect bool
+	found   []found
+	// subset, set by [Run] when a -run pattern or -drivertest.seed left
+	// part of the suite out, lists the groups that ran.
+	subset []string
+}
+
+// found is one violation as a run found it: the row it counts against,
+// its text and the run.
+type found struct {
+	row, text string
+	run       Rerun
 }
 
 func newCertifier(h Harness, opts Options) *certifier {
@@ -105,7 +123,19 @@ func (c *certifier) acc(rule string) *ruleAcc {
 }
 
 func (c *certifier) selected(rule string) bool {
+	if c.subset != nil && !slices.Contains(c.subset, rule) {
+		return false
+	}
+	if c.opts.Only.Case != "" {
+		return rule == c.opts.Only.Group
+	}
 	return len(c.opts.Rules) == 0 || slices.Contains(c.opts.Rules, rule)
+}
+
+// partial: only some of the suite runs (Options.Rules, Options.Only, or a
+// go test -run pattern or seed flag), so the race pairs are not judged.
+func (c *certifier) partial() bool {
+	return len(c.opts.Rules) > 0 || c.opts.Only.Case != "" || c.subset != nil
 }
 
 func (c *certifier) run() {
@@ -113,19 +143,67 @@ func (c *certifier) run() {
 	if c.probe.err != "" {
 		return
 	}
+	if c.opts.Only.Case != "" {
+		c.runOnly(c.opts.Only)
+		return
+	}
 	for _, g := range c.groups {
-		if !c.selected(g.rule.String()) {
-			continue
-		}
-		if why := g.needs(c.probe); why != "" {
-			c.acc(g.rule.String()).skipped[why]++
+		if c.skipGroup(g) != "" {
 			continue
 		}
 		for i := range g.cases {
-			c.runCase(g, &g.cases[i])
+			if cs := &g.cases[i]; c.skipCase(g, cs) == "" {
+				c.runCase(g, cs)
+			}
 		}
 	}
-	c.runSwarm()
+	if why := c.skipSwarm(); why != "" {
+		c.swarm.Note = why
+		return
+	}
+	for _, p := range swarmProfiles {
+		c.swarmProfile(p, nil)
+	}
+}
+
+// skipGroup says why g does not run ("" when it does), and counts a skip
+// the driver's declaration decided.
+func (c *certifier) skipGroup(g *group) string {
+	if !c.selected(g.rule.String()) {
+		return "not selected"
+	}
+	if why := g.needs(c.probe); why != "" {
+		c.acc(g.rule.String()).skipped[why]++
+		return why
+	}
+	return ""
+}
+
+// runOnly runs exactly the run r names (Options.Only).
+func (c *certifier) runOnly(r Rerun) {
+	if why := knownRun(r); why != "" {
+		c.gaps = append(c.gaps, "Options.Only: "+why)
+		return
+	}
+	if r.Group == SwarmGroup {
+		if why := c.skipSwarm(); why != "" {
+			c.swarm.Note = why
+			return
+		}
+		c.swarmProfile(engine.Profile(r.Case), &r.Seed)
+		return
+	}
+	c.swarm.Note = "not run: only the run " + r.String()
+	for _, g := range c.groups {
+		if g.rule.String() != r.Group || c.skipGroup(g) != "" {
+			continue
+		}
+		for i := range g.cases {
+			if cs := &g.cases[i]; cs.name == r.Case && c.skipCase(g, cs) == "" {
+				c.runCaseSeed(g, cs, r.Seed, r.Directed)
+			}
+		}
+	}
 }
 
 // probeDriver builds one driver to read its declaration.
@@ -196,41 +274,68 @@ func (c *certifier) requestCaps(adjust func(drivers.Capabilities) drivers.Capabi
 	return caps
 }
 
-// runCase runs a case's directed run and its randomized runs.
-func (c *certifier) runCase(g *group, cs *caseDef) {
-	a := c.acc(g.rule.String())
-	if cs.needs != nil {
-		if why := cs.needs(c.probe); why != "" {
-			a.notApplicable = append(a.notApplicable, cs.name+": "+why)
-			return
+// skipCase says why cs cannot run on this driver ("" when it can), and
+// notes it in the group's row.
+func (c *certifier) skipCase(g *group, cs *caseDef) string {
+	if cs.needs == nil {
+		return ""
+	}
+	why := cs.needs(c.probe)
+	if why != "" {
+		a := c.acc(g.rule.String())
+		a.notApplicable = append(a.notApplicable, cs.name+": "+why)
+	}
+	return why
+}
+
+// runCase runs a case's directed run and its randomized runs, and
+// returns why runs did not exercise the case (reason → runs).
+func (c *certifier) runCase(g *group, cs *caseDef) (ran int, skipped map[string]int) {
+	skipped = map[string]int{}
+	count := func(why string) {
+		if why == "" {
+			ran++
+		} else {
+			skipped[why]++
 		}
 	}
-	c.runOne(g, cs, sim.SubSeed(c.opts.Seed, g.rule.String()+"/"+cs.name), true)
-	a.cases++
+	count(c.runCaseSeed(g, cs, sim.SubSeed(c.opts.Seed, g.rule.String()+"/"+cs.name), true))
 	if cs.once {
-		return
+		return ran, skipped
 	}
 	for i := range c.opts.Seeds {
-		seed := sim.SubSeed(c.opts.Seed, fmt.Sprintf("%s/%s/%d", g.rule, cs.name, i))
-		c.runOne(g, cs, seed, false)
+		count(c.runCaseSeed(g, cs, sim.SubSeed(c.opts.Seed, fmt.Sprintf("%s/%s/%d", g.rule, cs.name, i)), false))
+	}
+	return ran, skipped
+}
+
+// runCaseSeed runs one run of a case (its directed run, or the randomized
+// run of seed), counts it in the group's row and returns why it did not
+// exercise the case ("" when it did).
+func (c *certifier) runCaseSeed(g *group, cs *caseDef, seed uint64, directed bool) string {
+	skipped := c.runOne(g, cs, seed, directed)
+	a := c.acc(g.rule.String())
+	if directed {
+		a.cases++
+	} else {
 		a.seeds = append(a.seeds, seed)
 	}
+	return skipped
 }
 
 // skipRun unwinds a case run that cannot exercise what it is about.
 type skipRun struct{ why string }
 
-func (c *certifier) runOne(g *group, cs *caseDef, seed uint64, directed bool) {
+// runOne runs one run of a case and returns why it did not exercise the
+// case ("" when it did).
+func (c *certifier) runOne(g *group, cs *caseDef, seed uint64, directed bool) string {
 	a := c.acc(g.rule.String())
 	w, err := newWorld(c, g, cs, seed, directed)
-	kind := "random"
-	if directed {
-		kind = "directed"
-	}
-	where := fmt.Sprintf("case %s/%s, %s seed %d", g.rule, cs.name, kind, seed)
+	run := Rerun{Group: g.rule.String(), Case: cs.name, Seed: seed, Directed: directed}
+	where := "case " + run.String()
 	if err != nil {
-		c.record(g.rule.String(), rules.Violation{Rule: g.rule, Class: rules.Harness, Row: -1, Seed: seed, Detail: fmt.Sprintf("cannot build the driver: %v", err)}, where)
-		return
+		c.record(g.rule.String(), rules.Violation{Rule: g.rule, Class: rules.Harness, Row: -1, Seed: seed, Detail: fmt.Sprintf("cannot build the driver: %v", err)}, where, run)
+		return ""
 	}
 	skipped := ""
 	func() {
@@ -246,7 +351,7 @@ func (c *certifier) runOne(g *group, cs *caseDef, seed uint64, directed bool) {
 		cs.run(w)
 	}()
 	for _, v := range w.finish() {
-		c.record(g.rule.String(), v, where)
+		c.record(g.rule.String(), v, where, run)
 	}
 	c.gaps = append(c.gaps, w.gaps...)
 	hits := w.pc.snapshot()
@@ -255,9 +360,10 @@ func (c *certifier) runOne(g *group, cs *caseDef, seed uint64, directed bool) {
 	c.seen.add(w.pc.chances())
 	if skipped != "" {
 		a.skipped[skipped]++
-		return
+		return skipped
 	}
 	a.ran++
+	return ""
 }
 
 // aliases attributes the oracles' rules that are not driver rule groups:
@@ -274,10 +380,10 @@ var aliases = map[rules.ID]rules.ID{
 	rules.SLin:          rules.DStatus, // a row result the store model contradicts
 }
 
-// record attributes one violation: to the group its rule names, else by
-// alias, else to the group whose case found it (caseGroup, a row of the
-// report).
-func (c *certifier) record(caseGroup string, v rules.Violation, where string) {
+// record attributes one violation, found by run: to the group its rule
+// names, else by alias, else to the group whose case found it (caseGroup,
+// a row of the report).
+func (c *certifier) record(caseGroup string, v rules.Violation, where string, run Rerun) {
 	target := caseGroup
 	switch {
 	case c.isGroup(v.Rule):
@@ -285,13 +391,18 @@ func (c *certifier) record(caseGroup string, v rules.Violation, where string) {
 	case aliases[v.Rule] != 0:
 		target = aliases[v.Rule].String()
 	}
-	text := v.String()
+	line := v.String() + " (" + where + ")"
+	if c.collect {
+		c.found = append(c.found, found{row: target, text: line, run: run})
+	}
 	a := c.acc(target)
+	if a.first == nil {
+		a.first = &run
+	}
 	if len(a.violations) >= 20 {
 		a.extra++
 		return
 	}
-	line := text + " (" + where + ")"
 	if !slices.Contains(a.violations, line) {
 		a.violations = append(a.violations, line)
 	}
@@ -306,11 +417,12 @@ func (c *certifier) isGroup(rule rules.ID) bool {
 	return false
 }
 
-func (c *certifier) repro(rule string) string {
+// repro is the command that reruns r (Options.Repro, else storesim's).
+func (c *certifier) repro(r Rerun) string {
 	if c.opts.Repro != nil {
-		return c.opts.Repro(rule)
+		return c.opts.Repro(r)
 	}
-	return fmt.Sprintf("storesim certify --driver %s --rule %s", c.h.Name, rule)
+	return defaultRepro(c.h.Name, r)
 }
 
 func (c *certifier) report() Report {
@@ -318,12 +430,26 @@ func (c *certifier) report() Report {
 		Driver: c.h.Name, Version: c.opts.Version, Caps: c.probe.caps, Together: c.probe.together,
 		RealTime: c.h.RealTime, Seed: c.opts.Seed, Swarm: c.swarm, Selected: c.opts.Rules,
 	}
+	if r.Swarm.Profiles == nil {
+		r.Swarm.Profiles, r.Swarm.Seeds = []string{}, []uint64{}
+	}
+	if c.subset != nil {
+		r.Selected = c.subset
+	}
+	if only := c.opts.Only; only.Case != "" {
+		r.Rerun, r.Selected = &only, []string{only.Group}
+	}
 	if c.probe.err != "" {
 		r.Gaps = append(r.Gaps, "the driver could not be built: "+c.probe.err)
 	}
 	for _, rule := range c.order {
 		a := c.byRule[rule]
-		rr := RuleResult{Rule: rule, Cases: a.cases, Seeds: a.seeds, Violations: a.violations, Found: len(a.violations) + a.extra, Repro: c.repro(rule)}
+		rr := RuleResult{Rule: rule, Cases: a.cases, Seeds: a.seeds, Violations: a.violations, Found: len(a.violations) + a.extra, First: a.first}
+		if a.first != nil {
+			rr.Repro = c.repro(*a.first)
+		} else {
+			rr.Repro = c.repro(Rerun{Group: rule})
+		}
 		if rr.Seeds == nil {
 			rr.Seeds = []uint64{}
 		}
@@ -367,14 +493,14 @@ func (c *certifier) report() Report {
 			r.RacePairs[i].NotApplicable = notApplicable(Pair(i), c.probe.caps, c.seen)
 		}
 	}
-	if len(c.opts.Rules) == 0 && c.probe.err == "" {
+	if !c.partial() && c.probe.err == "" {
 		for _, p := range r.RacePairs {
 			if p.Hits == 0 && p.NotApplicable == "" {
 				r.Gaps = append(r.Gaps, fmt.Sprintf("race pair %s was never exercised", p.Pair))
 			}
 		}
 	}
-	if len(c.opts.Rules) > 0 {
+	if len(c.opts.Rules) > 0 && c.opts.Only.Case == "" {
 		known := Rules()
 		for _, rule := range c.opts.Rules {
 			if !slices.Contains(known, rule) {

@@ -8,13 +8,28 @@
 // violations, skip with the reason), the directed cases and randomized seeds
 // that ran, and how often each dangerous race pair was exercised. [Certify]
 // is the core and needs no *testing.T (the CLI's `storesim certify` uses
-// it); [Run] is the go test entry point, one subtest per rule.
+// it); [Run] is the go test entry point, one subtest per rule group and
+// in it one per directed case, each doing its own work.
 //
 //	func TestConformance(t *testing.T) {
 //		drivertest.Run(t, drivertest.Harness{Name: "mine", New: func(env drivertest.Env) (drivers.Driver, error) {
-//			return mine.New(env.RT, env.Store), nil
+//			return mine.New(env.RT, env.Store, env.Name), nil
 //		}})
 //	}
+//
+// # Exact reruns
+//
+// Every run of the suite is named by a [Rerun]: its rule group and case
+// (or the swarm and its store profile), its own seed, and whether it is
+// the case's directed run. A violation says which run found it ("case
+// D-STATUS/fetch-absent-untouched, random seed N"); a failing group's
+// repro reruns the run of its first violation, and on the simulator that
+// run shows the same violation again: Options.Only in [Certify],
+// `storesim certify --driver NAME --rule GROUP --case CASE --seed N
+// [--directed]` in the CLI (a swarm run: `storesim replay --seed N …`),
+// and in [Run] the go test command of the case's subtest with
+// -args -drivertest.seed=N [-drivertest.directed]. Options.Repro names
+// another command (a driver author's own CLI, cmd/storesim/cli).
 //
 // # Rule groups
 //

@@ -9,8 +9,9 @@ import (
 	"github.com/storesim/storesim/drivers/memdriver"
 )
 
-// The README's example: certify your own driver from your own module's
-// test (here the reference MemoryDriver stands in for yours).
+// Certify your own driver from your own module's test (here the reference
+// MemoryDriver stands in for yours; the README's snippet, a whole file, is
+// built as written by TestReadmeOutOfTree in cmd/storesim/cli).
 func ExampleRun() {
 	TestConformance := func(t *testing.T) {
 		drivertest.Run(t, drivertest.Harness{Name: "mine", New: func(env drivertest.Env) (drivers.Driver, error) {

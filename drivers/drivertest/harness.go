@@ -79,9 +79,20 @@ type Options struct {
 	Wait time.Duration
 	// Version is the storesim version the report states (0: [Version]).
 	Version string
-	// Repro, when set, is the command that reruns one rule group; the
-	// default is "storesim certify --driver NAME --rule RULE".
-	Repro func(rule string) string
+	// Only, when its Case is set, runs exactly the one run it names — a
+	// case's directed run, one randomized run, or one swarm run — and
+	// nothing else: what a failure's repro reruns. Rules, Seeds and Swarm
+	// are then ignored; the report is partial (Selected names Only.Group,
+	// Report.Rerun the run) and shows what that run found.
+	Only Rerun
+	// Repro, when set, is the command that reruns r: with r.Case set,
+	// exactly that run (the repro of a failing rule group names the run
+	// that found its first violation); with only r.Group, the whole group.
+	// The default is storesim's: "storesim certify --driver NAME --rule
+	// GROUP --case CASE --seed SEED [--directed]" ([CertifyArgs]), and for
+	// a swarm run "storesim replay --seed SEED --driver NAME --profile P
+	// --ops 100" ([SwarmReplay]). [Run] names its own go test subtests.
+	Repro func(r Rerun) string
 	_     struct{}
 }
 

@@ -36,8 +36,10 @@ type Report struct {
 	// Selected lists the rule groups a partial run was limited to
 	// (Options.Rules): Certified then speaks for those only. Empty for a
 	// full certification.
-	Selected []string     `json:"selected,omitempty"`
-	Rules    []RuleResult `json:"rules"`
+	Selected []string `json:"selected,omitempty"`
+	// Rerun is the one run a rerun was limited to (Options.Only).
+	Rerun *Rerun       `json:"rerun,omitempty"`
+	Rules []RuleResult `json:"rules"`
 	// RacePairs counts how often each dangerous pair was exercised, in a
 	// fixed order; a pair never hit is a gap, unless it is not applicable
 	// to the driver (PairCount.NotApplicable says why).
@@ -69,7 +71,9 @@ type RuleResult struct {
 	Found      int      `json:"found"`
 	// Pairs are the race pairs the group's cases exercised.
 	Pairs []PairCount `json:"race_pairs,omitempty"`
-	// Repro reruns the group.
+	// First is the run that found the group's first violation; Repro
+	// reruns exactly that run when the group failed, else the whole group.
+	First *Rerun `json:"first,omitempty"`
 	Repro string `json:"repro"`
 }
 
@@ -160,7 +164,10 @@ func (r *Report) Table() string {
 	for _, g := range r.Gaps {
 		fmt.Fprintf(&b, "gap: %s\n", g)
 	}
-	if len(r.Selected) > 0 {
+	switch {
+	case r.Rerun != nil:
+		fmt.Fprintf(&b, "rerun of one run only: %s (race pairs not judged)\n", r.Rerun)
+	case len(r.Selected) > 0:
 		fmt.Fprintf(&b, "partial run: only %s (race pairs and swarm not judged)\n", strings.Join(r.Selected, " "))
 	}
 	fmt.Fprintf(&b, "certified: %v", r.Certified)

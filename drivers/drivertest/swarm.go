@@ -22,77 +22,91 @@ const maxSwarmFailures = 3
 // swarm fault mix on a durable store, and on an evicting one.
 var swarmProfiles = []engine.Profile{engine.Default, engine.Evicting}
 
-// runSwarm plays generated workloads through the reference backend on
-// drivers built by the harness (fuzz/engine with Config.Factory): every
-// check of SPEC §5 — S-LIN, memory, the monitor, the lender's rules,
-// liveness — on the driver as a backend really uses it. Each failure is
-// attributed to the rule group its rule belongs to; a run that timed out
-// (porcupine Unknown) or could not be set up is a gap.
-func (c *certifier) runSwarm() {
-	c.swarm.Profiles = []string{}
-	c.swarm.Seeds = []uint64{}
-	if c.h.RealTime {
-		c.swarm.Note = "not run: the backend-driven swarm needs a simulated driver (the real-time cases ran instead)"
-		return
-	}
-	if len(c.opts.Rules) > 0 {
-		c.swarm.Note = "not run: only selected rules"
-		return
+// skipSwarm says why the backend-driven swarm does not run ("" when it
+// does).
+func (c *certifier) skipSwarm() string {
+	switch {
+	case c.h.RealTime:
+		return "not run: the backend-driven swarm needs a simulated driver (the real-time cases ran instead)"
+	case len(c.opts.Rules) > 0:
+		return "not run: only selected rules"
 	}
 	if a := c.byRule["D-CB-4"]; a != nil && len(a.violations) > 0 && !c.probe.prober {
 		// The swarm's monitor reads each call from inside its callback
 		// directly: on a driver that calls back under its own lock and
 		// offers no LockProber, that read would deadlock the run.
-		c.swarm.Note = "not run: D-CB-4 failed, and the backend-driven runs read calls from inside callbacks without a lock probe (a callback under the driver's lock would deadlock them)"
+		return "not run: D-CB-4 failed, and the backend-driven runs read calls from inside callbacks without a lock probe (a callback under the driver's lock would deadlock them)"
+	}
+	return ""
+}
+
+// swarmProfile plays generated workloads of profile p through the
+// reference backend on drivers built by the harness (fuzz/engine with
+// Config.Factory): every check of SPEC §5 — S-LIN, memory, the monitor,
+// the lender's rules, liveness — on the driver as a backend really uses
+// it. It runs Options.Swarm seeds, or only *only. Each failure is
+// attributed to the rule group its rule belongs to; a run that timed out
+// (porcupine Unknown) or could not be set up is a gap.
+func (c *certifier) swarmProfile(p engine.Profile, only *uint64) {
+	if c.skipSwarm() != "" {
 		return
 	}
+	if c.swarm.Profiles == nil {
+		c.swarm.Profiles, c.swarm.Seeds = []string{}, []uint64{}
+	}
+	c.swarm.Profiles = append(c.swarm.Profiles, string(p))
 	factory := func(_ string, env registry.Env) (drivers.Driver, error) { return safeNew(c.h, env) }
-	for _, p := range swarmProfiles {
-		c.swarm.Profiles = append(c.swarm.Profiles, string(p))
-		failed := 0
-		for i := range c.opts.Swarm {
-			if failed == maxSwarmFailures {
-				c.swarm.Note = fmt.Sprintf("each profile stops after %d failing runs", maxSwarmFailures)
-				break
+	failed := 0
+	runs := c.opts.Swarm
+	if only != nil {
+		runs = 1
+	}
+	for i := range runs {
+		if failed == maxSwarmFailures {
+			c.swarm.Note = fmt.Sprintf("each profile stops after %d failing runs", maxSwarmFailures)
+			break
+		}
+		seed := sim.SubSeed(c.opts.Seed, fmt.Sprintf("swarm/%s/%d", p, i))
+		if only != nil {
+			seed = *only
+		}
+		var counters []*PairCounter
+		res := engine.RunSeed(seed, engine.Config{
+			Driver: c.h.Name, Profile: p, Factory: factory, LinTimeout: linTimeout,
+			Observers: func(string) []monitor.Observer {
+				pc := NewPairCounter()
+				counters = append(counters, pc)
+				return []monitor.Observer{pc}
+			},
+		})
+		c.swarm.Runs++
+		c.swarm.Seeds = append(c.swarm.Seeds, seed)
+		for _, pc := range counters {
+			c.pairs.add(pc.snapshot())
+		}
+		run := Rerun{Group: SwarmGroup, Case: string(p), Seed: seed}
+		switch res.Verdict {
+		case engine.Pass:
+			continue
+		case engine.HarnessError:
+			c.gaps = append(c.gaps, fmt.Sprintf("swarm %s seed %d could not be set up: %v (repro: %s)", p, seed, res.Err, c.repro(run)))
+			continue
+		case engine.Unknown:
+			c.gaps = append(c.gaps, fmt.Sprintf("swarm %s seed %d: the S-LIN check timed out (%s) (repro: %s)", p, seed, res.Lin, c.repro(run)))
+			continue
+		}
+		c.swarm.Failed++
+		failed++
+		where := fmt.Sprintf("swarm %s seed %d", p, seed)
+		for _, f := range res.Failures {
+			group := rules.DStatus.String() // S-LIN: a row result the store contradicts
+			if !c.isGroup(f.Rule) && aliases[f.Rule] == 0 {
+				group = "other"
 			}
-			seed := sim.SubSeed(c.opts.Seed, fmt.Sprintf("swarm/%s/%d", p, i))
-			var counters []*PairCounter
-			res := engine.RunSeed(seed, engine.Config{
-				Driver: c.h.Name, Profile: p, Factory: factory, LinTimeout: linTimeout,
-				Observers: func(string) []monitor.Observer {
-					pc := NewPairCounter()
-					counters = append(counters, pc)
-					return []monitor.Observer{pc}
-				},
-			})
-			c.swarm.Runs++
-			c.swarm.Seeds = append(c.swarm.Seeds, seed)
-			for _, pc := range counters {
-				c.pairs.add(pc.snapshot())
-			}
-			where := fmt.Sprintf("swarm %s seed %d; repro: %s", p, seed, res.Repro())
-			switch res.Verdict {
-			case engine.Pass:
-				continue
-			case engine.HarnessError:
-				c.gaps = append(c.gaps, fmt.Sprintf("swarm %s seed %d could not be set up: %v", p, seed, res.Err))
-				continue
-			case engine.Unknown:
-				c.gaps = append(c.gaps, fmt.Sprintf("swarm %s seed %d: the S-LIN check timed out (%s)", p, seed, res.Lin))
-				continue
-			}
-			c.swarm.Failed++
-			failed++
-			for _, f := range res.Failures {
-				group := rules.DStatus.String() // S-LIN: a row result the store contradicts
-				if !c.isGroup(f.Rule) && aliases[f.Rule] == 0 {
-					group = "other"
-				}
-				c.record(group, f, where)
-			}
-			if res.Lin.Outcome == porcupine.Unknown && len(res.Failures) > 0 {
-				c.gaps = append(c.gaps, fmt.Sprintf("swarm %s seed %d: the S-LIN check timed out", p, seed))
-			}
+			c.record(group, f, where, run)
+		}
+		if res.Lin.Outcome == porcupine.Unknown && len(res.Failures) > 0 {
+			c.gaps = append(c.gaps, fmt.Sprintf("swarm %s seed %d: the S-LIN check timed out (repro: %s)", p, seed, c.repro(run)))
 		}
 	}
 }

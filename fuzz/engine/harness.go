@@ -95,6 +95,10 @@ type Config struct {
 	// Observers, when set, adds monitor observers to an endpoint (the
 	// conformance suite counts race pairs on every endpoint's monitor).
 	Observers func(endpoint string) []monitor.Observer
+	// Command is the program whose command line replays the run: the first
+	// word of Repro (default "storesim"; a CLI built on cmd/storesim/cli
+	// under another name states its own).
+	Command string
 	// noModel leaves the reference model out: only BenchmarkModelCost
 	// sets it, to measure what the model costs.
 	noModel bool
@@ -116,6 +120,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxSteps == 0 {
 		c.MaxSteps = 5_000_000
+	}
+	if c.Command == "" {
+		c.Command = "storesim"
 	}
 	return c
 }

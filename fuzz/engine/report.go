@@ -13,22 +13,26 @@ import (
 )
 
 // Repro is the exact command that replays a generated run: the seed with the
-// flags that generated it. A run from a saved log replays with
-// `storesim replay FILE` instead (the log, not the seed, survives generator
-// changes).
+// flags that generated it, after Config.Command. A run from a saved log
+// replays with `storesim replay FILE` instead (the log, not the seed,
+// survives generator changes).
 func (r *Result) Repro() string {
 	c := r.Config.withDefaults()
 	if r.RealTime {
 		// A real run cannot be replayed in the simulator: rerun its seed
 		// (same workload, a new interleaving).
-		cmd := fmt.Sprintf("storesim run --driver %s --seeds %d:1 --profile %s --ops %d", c.Driver, r.Seed, c.Profile, c.Ops)
+		cmd := fmt.Sprintf("%s run --driver %s --seeds %d:1 --profile %s --ops %d", c.Command, c.Driver, r.Seed, c.Profile, c.Ops)
 		if r.Stretch != 0 && r.Stretch != DefaultStretch {
 			cmd += fmt.Sprintf(" --stretch %g", r.Stretch)
 		}
 		return cmd
 	}
-	return fmt.Sprintf("storesim replay --seed %d --driver %s --profile %s --ops %d", r.Seed, c.Driver, c.Profile, c.Ops)
+	return fmt.Sprintf("%s replay --seed %d --driver %s --profile %s --ops %d", c.Command, r.Seed, c.Driver, c.Profile, c.Ops)
 }
+
+// Command is the program that replays the run (Config.Command, default
+// "storesim").
+func (r *Result) Command() string { return r.Config.withDefaults().Command }
 
 // Summary is one line: verdict, rule, seed and trace hash.
 func (r *Result) Summary() string {

@@ -422,7 +422,7 @@ func (r *Result) Text(file, origin string) string {
 	if file == "" {
 		file = "FILE"
 	}
-	fmt.Fprintf(&b, "# replay: storesim replay %s\n", file)
+	fmt.Fprintf(&b, "# replay: %s replay %s\n", r.Run.Command(), file)
 	if origin != "" {
 		fmt.Fprintf(&b, "# origin: %s\n", origin)
 	}

@@ -11,7 +11,7 @@
 //	3 oracles    model, model/lender, drivers/monitor, …   judge the backend and the drivers
 //	4 engine     fuzz/workload, fuzz/engine, fuzz/shrink,  op log, generator, endpoint builder,
 //	             fuzz/registry, fuzz/timeline, fuzz        run function, one Check, shrinker, timeline page
-//	5 entry      scenarios, drivers/drivertest, broken/zoo, cmd/storesim …
+//	5 entry      scenarios, drivers/drivertest, broken/zoo, cmd/storesim, cmd/storesim/cli …
 //
 // A package's non-test files may import packages of its own layer's group listed in Allowed,
 // or of a lower layer; anything else is a wrong arrow, and TestLayers names it.

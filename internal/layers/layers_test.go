@@ -58,6 +58,7 @@ var layer = map[string]int{
 	"cmd/storesim":          5,
 	"fuzz/targets":          5,
 	"fuzz/fuzztool":         5,
+	"cmd/storesim/cli":      5,
 	"internal/layers":       5,
 }
 

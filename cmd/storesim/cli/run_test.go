@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -12,17 +12,17 @@ import (
 // real time against the server (exit 0 on a pass), one worker by default,
 // says what a seed replays, and its JSON records are marked real_time with
 // a zero trace hash and a repro that reruns the seed in real time. It needs
-// a redis-server: scripts/with-redis.sh go test ./cmd/storesim -run Redis.
+// a redis-server: scripts/with-redis.sh go test ./cmd/storesim/cli -run Redis.
 func TestRunRedis(t *testing.T) {
 	addr := os.Getenv("STORESIM_REDIS_ADDR")
 	if addr == "" {
 		if os.Getenv("STORESIM_REDIS_REQUIRED") == "1" {
-			t.Fatalf("STORESIM_REDIS_REQUIRED=1 but STORESIM_REDIS_ADDR is empty (repro: scripts/with-redis.sh go test ./cmd/storesim -run '^TestRunRedis$')")
+			t.Fatalf("STORESIM_REDIS_REQUIRED=1 but STORESIM_REDIS_ADDR is empty (repro: scripts/with-redis.sh go test ./cmd/storesim/cli -run '^TestRunRedis$')")
 		}
-		t.Skip("STORESIM_REDIS_ADDR is not set; run: scripts/with-redis.sh go test ./cmd/storesim -run Redis")
+		t.Skip("STORESIM_REDIS_ADDR is not set; run: scripts/with-redis.sh go test ./cmd/storesim/cli -run Redis")
 	}
 	url := "redis://" + addr
-	repro := "(repro: scripts/with-redis.sh go test ./cmd/storesim -run '^TestRunRedis$')"
+	repro := "(repro: scripts/with-redis.sh go test ./cmd/storesim/cli -run '^TestRunRedis$')"
 	got := storesim("run", "--driver", url, "--seeds", "0:4")
 	if got.code != 0 || !strings.Contains(got.stderr, "workers=1") || !strings.Contains(got.stderr, "a seed replays the workload, not the interleaving") ||
 		!closing.MatchString(got.stderr) || !strings.Contains(got.stderr, "seeds: 4 passed, 0 failed") {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -20,14 +20,15 @@ const defaultScenarios = "scenarios/testdata"
 // per file (with the diff of every block that differs). Exit 0 when every
 // file passed, 1 when a block differs, 2 when a file is malformed or
 // missing (one error line each: file, line, what is wrong).
-func scenarioCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
+func scenarioCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	a := appOf(ctx)
 	fs := flag.NewFlagSet("scenario", flag.ContinueOnError)
 	rewrite := fs.Bool("rewrite", false, "replace every expected output with what the run prints and write the files back (read the diff before committing)")
 	driver := fs.String("driver", "", "replace every endpoint's driver (e.g. broken:LiesAboutAccess: a scenario that exercises its rule must then fail)")
 	quiet := quietFlag(fs)
 	pos, err := parseFlags(fs, args, stdout)
 	if err == nil && *driver != "" {
-		err = checkDriver(*driver)
+		err = a.checkDriver(*driver)
 	}
 	if err != nil {
 		return flagErr("scenario", err, stderr)
@@ -38,7 +39,7 @@ func scenarioCmd(_ context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		pos = []string{defaultScenarios}
 	}
-	opts := scenarios.Options{Rewrite: *rewrite, Driver: *driver, Log: stderr}
+	opts := scenarios.Options{Rewrite: *rewrite, Driver: *driver, Factory: a.factory(), Log: stderr}
 	var files []string
 	bad := 0
 	for _, p := range pos {
@@ -85,7 +86,7 @@ func scenarioCmd(_ context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintf(stdout, "ok    %s (%d blocks%s)\n", f, res.Blocks, note)
 		default:
 			failed++
-			fmt.Fprintf(stdout, "FAIL  %s: %d of %d blocks differ (repro: storesim scenario %s)\n", f, len(res.Failures), res.Blocks, f)
+			fmt.Fprintf(stdout, "FAIL  %s: %d of %d blocks differ (repro: %s scenario %s)\n", f, len(res.Failures), res.Blocks, a.name, f)
 			for _, m := range res.Failures {
 				fmt.Fprintf(stdout, "  %s\n", strings.ReplaceAll(strings.TrimRight(m.String(), "\n"), "\n", "\n  "))
 			}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 // genFlags are the flags that shape generated runs (run, replay --seed,
 // shrink --seed).
 type genFlags struct {
+	app             *app // the CLI's name and drivers
 	driver, profile string
 	ops             int
 	maxSteps        uint64
@@ -47,7 +47,7 @@ func (g *genFlags) config() (engine.Config, error) {
 	if g.ops <= 0 || g.ops > workload.MaxOps {
 		return engine.Config{}, usagef("--ops %d: want a positive number of ops, at most %d (%s)", g.ops, workload.MaxOps, workload.LimitsDoc)
 	}
-	if err := checkDriver(g.driver); err != nil {
+	if err := g.app.checkDriver(g.driver); err != nil {
 		return engine.Config{}, err
 	}
 	if g.linTimeout < 0 {
@@ -56,26 +56,11 @@ func (g *genFlags) config() (engine.Config, error) {
 	return g.runConfig(engine.Config{Driver: g.driver, Profile: p, Ops: g.ops}), nil
 }
 
-// runConfig adds the flags that apply to any run, generated or from a file.
+// runConfig adds the flags that apply to any run, generated or from a file,
+// and the app's drivers and name.
 func (g *genFlags) runConfig(c engine.Config) engine.Config {
-	c.MaxSteps, c.LinTimeout, c.Factory = g.maxSteps, g.linTimeout, driverFactory
+	c.MaxSteps, c.LinTimeout, c.Factory, c.Command = g.maxSteps, g.linTimeout, g.app.factory(), g.app.name
 	return c
-}
-
-// checkDriver accepts the simulated drivers of the registry.
-func checkDriver(name string) error {
-	if name == workload.Mixed {
-		return nil
-	}
-	for _, n := range registry.Names() {
-		if n == name {
-			return nil
-		}
-	}
-	if isRealStore(name) {
-		return usagef("--driver %s: a real store cannot run in the simulator (replay, shrink, scenario); storesim run --driver %s runs it in real time", name, name)
-	}
-	return usagef("--driver: unknown driver %q (known: %s)", name, strings.Join(registry.Names(), ", "))
 }
 
 // realFlags are run's flags for a real store (--driver redis://HOST:PORT or
@@ -125,7 +110,7 @@ func (f *realFlags) config(g *genFlags, fs *flag.FlagSet) (engine.Config, error)
 		return engine.Config{}, usagef("--wait %v: want a positive duration", f.wait)
 	}
 	f.addr, f.url = addr, g.driver
-	return engine.Config{Driver: g.driver, Profile: p, Ops: g.ops, LinTimeout: g.linTimeout}, nil
+	return engine.Config{Driver: g.driver, Profile: p, Ops: g.ops, LinTimeout: g.linTimeout, Command: g.app.name}, nil
 }
 
 // ping connects once, so an unreachable server is one error line (exit 2)
@@ -188,6 +173,7 @@ type runOpts struct {
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o runOpts
+	o.gen.app = appOf(ctx)
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	o.gen.register(fs)
 	seeds := fs.String("seeds", "0:1000", "seeds to run: START:COUNT, or random (fresh seeds until --budget ends)")
@@ -288,7 +274,7 @@ func (o *runOpts) swarm(ctx context.Context, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, " (%s)", src.resolved())
 	}
-	fmt.Fprintf(stderr, " workers=%d version=%s\n", o.workers, version)
+	fmt.Fprintf(stderr, " workers=%d version=%s\n", o.workers, o.gen.app.version)
 	if o.real.addr != "" {
 		fmt.Fprintf(stderr, "real time (stretch %g): a seed replays the workload, not the interleaving; no trace hashes; fault lines ignored; each seed on its own key prefix, flushed after\n", o.real.effectiveStretch())
 	}

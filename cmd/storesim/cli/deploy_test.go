@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -125,7 +125,7 @@ func uncomment(text string) string {
 func TestDeployCommands(t *testing.T) {
 	for _, df := range deployFiles {
 		t.Run(df.name, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("..", "..", "deploy", df.name))
+			data, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", df.name))
 			if err != nil {
 				t.Fatalf("%v %s", err, repro(t))
 			}
@@ -176,7 +176,7 @@ func TestDeployCommands(t *testing.T) {
 				os.WriteFile(f, []byte(got.stdout), 0o644)
 				files = append(files, f)
 			}
-			mergeText, err := os.ReadFile(filepath.Join("..", "..", "deploy", df.merge))
+			mergeText, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", df.merge))
 			if err != nil {
 				t.Fatalf("%v %s", err, repro(t))
 			}

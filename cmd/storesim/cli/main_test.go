@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -36,7 +36,7 @@ func storesim(args ...string) cli {
 
 // repro names the go test command of the running (sub)test.
 func repro(t *testing.T) string {
-	return fmt.Sprintf("(repro: go test ./cmd/storesim -run '^%s$')", strings.ReplaceAll(t.Name(), "/", "$/^"))
+	return fmt.Sprintf("(repro: go test ./cmd/storesim/cli -run '^%s$')", strings.ReplaceAll(t.Name(), "/", "$/^"))
 }
 
 // plantedKey loses every change callback of a FETCH naming one key: a D-CB-2
@@ -391,7 +391,7 @@ func TestOutputStreams(t *testing.T) {
 // one error line naming file and line, exit 2.
 func TestScenarioCommand(t *testing.T) {
 	dir := t.TempDir()
-	good, err := os.ReadFile("../../scenarios/testdata/end_to_end.txt")
+	good, err := os.ReadFile("../../../scenarios/testdata/end_to_end.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +408,7 @@ func TestScenarioCommand(t *testing.T) {
 		stdout string
 		stderr string
 	}{
-		{"committed", []string{"scenario", "../../scenarios/testdata"}, 0, "ok    ../../scenarios/testdata/end_to_end.txt", "0 failed, 0 malformed"},
+		{"committed", []string{"scenario", "../../../scenarios/testdata"}, 0, "ok    ../../../scenarios/testdata/end_to_end.txt", "0 failed, 0 malformed"},
 		{"differs", []string{"scenario", differs}, 1, "+ B ready\n", "1 failed"},
 		{"truncated", []string{"scenario", truncated}, 2, "", truncated + ":5: truncated block"},
 		{"garbled", []string{"scenario", garbled}, 2, "", garbled + `:1: unknown command "frob"`},

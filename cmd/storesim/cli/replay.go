@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -62,12 +62,15 @@ func (s *source) resolve(pos []string) (*workload.Log, engine.Config, error) {
 		return nil, engine.Config{}, err
 	}
 	if wasSet(s.fs, "driver") {
-		if err := checkDriver(s.gen.driver); err != nil {
+		if err := s.gen.app.checkDriver(s.gen.driver); err != nil {
 			return nil, engine.Config{}, err
 		}
 		for i := range log.Endpoints {
 			log.Endpoints[i].Driver = s.gen.driver
 		}
+	}
+	if err := s.gen.app.checkLog(log); err != nil {
+		return nil, engine.Config{}, err
 	}
 	if s.gen.linTimeout < 0 {
 		return nil, engine.Config{}, usagef("--lin-timeout %v: want a positive duration", s.gen.linTimeout)
@@ -80,7 +83,7 @@ func (s *source) origin(r *engine.Result) string {
 	if s.file == "" {
 		return reproOf(r)
 	}
-	cmd := "storesim replay " + s.file
+	cmd := s.gen.app.name + " replay " + s.file
 	if wasSet(s.fs, "driver") {
 		cmd += " --driver " + s.gen.driver
 	}
@@ -148,8 +151,9 @@ func writeReport(w io.Writer, r *engine.Result, repro string) {
 	io.WriteString(w, text)
 }
 
-func replayCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
+func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var src source
+	src.gen.app = appOf(ctx)
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	src.register(fs)
 	viz := fs.String("viz", "", "write the failure timeline page (one self-contained HTML file) to this file, and porcupine's view of the history next to it (FILE without .html + .porcupine.html)")
@@ -238,8 +242,9 @@ func writeFile(path string, write func(io.Writer) error) error {
 	return errors.Join(write(f), f.Close())
 }
 
-func shrinkCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
+func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var src source
+	src.gen.app = appOf(ctx)
 	fs := flag.NewFlagSet("shrink", flag.ContinueOnError)
 	src.register(fs)
 	budget := fs.Duration("time", time.Minute, "wall-clock cap; the smallest failing log found so far is written when it runs out")
@@ -312,7 +317,7 @@ func writeScenario(path string, res *shrink.Result, origin string, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	text := fmt.Sprintf("# storesim shrink: %s failure, rule %s, shrunk to %s\n# origin: %s\n# run: storesim scenario %s\n", res.Verdict, res.Rule, shrink.SizeOf(res.Log), origin, path) + body
+	text := fmt.Sprintf("# storesim shrink: %s failure, rule %s, shrunk to %s\n# origin: %s\n# run: %s scenario %s\n", res.Verdict, res.Rule, shrink.SizeOf(res.Log), origin, res.Run.Command(), path) + body
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -180,8 +180,8 @@ func (t *tally) add(oc outcome) {
 		t.bar.clear() // stdout may share the terminal
 		fmt.Fprintln(t.stdout, r.Summary())
 		if mismatch {
-			fmt.Fprintf(t.stdout, "  determinism: a second run gave %s trace=%016x rule=%s (repro: storesim run --seeds %d:1 --check-determinism --driver %s --profile %s --ops %d)\n",
-				oc.second.Verdict, oc.second.TraceHash, oc.second.Rule(), r.Seed, t.o.cfg.Driver, t.o.cfg.Profile, t.o.cfg.Ops)
+			fmt.Fprintf(t.stdout, "  determinism: a second run gave %s trace=%016x rule=%s (repro: %s run --seeds %d:1 --check-determinism --driver %s --profile %s --ops %d)\n",
+				oc.second.Verdict, oc.second.TraceHash, oc.second.Rule(), r.Command(), r.Seed, t.o.cfg.Driver, t.o.cfg.Profile, t.o.cfg.Ops)
 		}
 		if failed && len(r.Failures) > 0 {
 			fmt.Fprintf(t.stdout, "  %s\n", r.Failures[0])
@@ -264,7 +264,8 @@ func writeFailure(root string, r *engine.Result) (string, error) {
 	var report, viz strings.Builder
 	r.WriteReport(&report)
 	vizErr := r.WriteVisualization(&viz)
-	repro := fmt.Sprintf("%s\nstoresim replay %s\nstoresim shrink %s --out %s\n", reproOf(r), dir, dir, filepath.Join(dir, "shrunk.txt"))
+	cmd := r.Command()
+	repro := fmt.Sprintf("%s\n%s replay %s\n%s shrink %s --out %s\n", reproOf(r), cmd, dir, cmd, dir, filepath.Join(dir, "shrunk.txt"))
 	if r.RealTime {
 		// The simulator refuses a real store: rerun the seed in real time
 		// (same workload, a new interleaving).

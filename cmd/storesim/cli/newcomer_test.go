@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -59,7 +59,7 @@ func TestVersion(t *testing.T) {
 		return &debug.BuildInfo{GoVersion: "go1.26", Main: debug.Module{Path: "github.com/storesim/storesim", Version: "(devel)"}}, true
 	}
 	var buf bytes.Buffer
-	readBuild(none).write(&buf)
+	readBuild(none).write(&buf, "storesim")
 	if !strings.Contains(buf.String(), "commit:   unknown (no VCS information") || !strings.Contains(buf.String(), "-buildvcs=false") || !strings.Contains(buf.String(), "time:     unknown") {
 		t.Fatalf("without VCS information:\n%s %s", buf.String(), repro(t))
 	}
@@ -71,7 +71,7 @@ func TestVersion(t *testing.T) {
 	version = defaultVersion
 	defer func() { version = saved }()
 	buf.Reset()
-	readBuild(vcs).write(&buf)
+	readBuild(vcs).write(&buf, "storesim")
 	for _, want := range []string{"storesim v1.2.3\n", "commit:   0123abcd (from vcs)", "time:     2026-11-30T12:00:00Z", "modified: true"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Fatalf("with build information, lacks %q:\n%s %s", want, buf.String(), repro(t))
@@ -280,7 +280,7 @@ func TestProgressOnlyOnTerminal(t *testing.T) {
 		"run":      {"run", "--seeds", "0:30", "--ops", "20"},
 		"certify":  {"certify", "--driver", "memory", "--short", "--rule", "D-GEOM"},
 		"shrink":   {"shrink", "--seed", "17", "--driver", "broken:LiesAboutAccess", "--time", "30s"},
-		"scenario": {"scenario", "../../scenarios/testdata/end_to_end.txt"},
+		"scenario": {"scenario", "../../../scenarios/testdata/end_to_end.txt"},
 	}
 	for name, args := range cmds {
 		t.Run(name, func(t *testing.T) {

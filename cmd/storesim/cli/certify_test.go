@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -23,7 +23,15 @@ func TestCertifyCommand(t *testing.T) {
 		{"broken", []string{"certify", "--driver", "broken:LiesAboutAccess", "--short", "--rule", "D-ACCESS-END"}, 1, "D-ACCESS-END    fail",
 			"NOT certified: failed D-ACCESS-END"},
 		{"broken-repro", []string{"certify", "--driver", "broken:LiesAboutAccess", "--short", "--seed", "7", "--rule", "D-ACCESS-END"}, 1,
-			"repro: storesim certify --driver broken:LiesAboutAccess --rule D-ACCESS-END --seed 7 --short", ""},
+			"repro: storesim certify --driver broken:LiesAboutAccess --rule D-ACCESS-END --case no-touch-after-ended --seed 814622010495700794 --directed\n", ""},
+		{"case-needs-one-rule", []string{"certify", "--driver", "memory", "--case", "x", "--seed", "3"}, 2, "", "give exactly one --rule"},
+		{"case-needs-seed", []string{"certify", "--driver", "memory", "--rule", "D-GEOM", "--case", "bad-geometry-refused"}, 2, "", "give --seed N"},
+		{"unknown-case", []string{"certify", "--driver", "memory", "--rule", "D-GEOM", "--case", "nope", "--seed", "3"}, 2, "", `rule group D-GEOM has no case "nope" (known: bad-geometry-refused, together-bad-geometry)`},
+		{"case-with-seeds", []string{"certify", "--driver", "memory", "--rule", "D-GEOM", "--case", "bad-geometry-refused", "--seed", "3", "--seeds", "4"}, 2, "", "--case reruns one run"},
+		{"directed-without-case", []string{"certify", "--driver", "memory", "--directed"}, 2, "", "--directed picks a case's directed run"},
+		{"case-passes", []string{"certify", "--driver", "memory", "--rule", "D-GEOM", "--case", "bad-geometry-refused", "--seed", "3", "--directed"}, 0,
+			"rerun of one run only: D-GEOM/bad-geometry-refused, directed seed 3", "D-GEOM/bad-geometry-refused, directed seed 3 passed"},
+		{"mixed", []string{"certify", "--driver", "mixed"}, 2, "", "a generator setting, not a driver"},
 		{"no-driver", []string{"certify"}, 2, "", "give --driver NAME"},
 		{"unknown-driver", []string{"certify", "--driver", "nope"}, 2, "", `unknown driver "nope"`},
 		{"unknown-rule", []string{"certify", "--driver", "memory", "--rule", "D-NOPE"}, 2, "", `unknown rule group "D-NOPE"`},

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -11,7 +11,8 @@ import (
 // Stamped at build time, each optional; what is not stamped is read from
 // the binary's build information (debug.ReadBuildInfo: the module version
 // that go install module@version records, and the VCS settings that
-// -buildvcs records), and what neither says is printed as unknown:
+// -buildvcs records), and what neither says is printed as unknown
+// (P=github.com/storesim/storesim/cmd/storesim/cli):
 //
 //	go build -ldflags "-X main.version=v0.3.0 -X main.commit=$(git rev-parse HEAD) \
 //	    -X main.commitTime=$(git log -1 --format=%cI) -X main.modified=false" ./cmd/storesim
@@ -79,14 +80,14 @@ func init() {
 const unknownVCS = "unknown (no VCS information in the binary: it was built with -buildvcs=false, as GOFLAGS sets on some machines, or outside a git checkout; stamp it with -ldflags \"-X main.commit=$(git rev-parse HEAD)\")"
 
 // write prints the version block of storesim version and --version.
-func (b buildInfo) write(w io.Writer) {
+func (b buildInfo) write(w io.Writer, name string) {
 	orUnknown := func(s, why string) string {
 		if s == "" {
 			return "unknown" + why
 		}
 		return s
 	}
-	fmt.Fprintf(w, "storesim %s\n", b.Version)
+	fmt.Fprintf(w, "%s %s\n", name, b.Version)
 	fmt.Fprintf(w, "module:   %s\n", b.Module)
 	if b.Commit == "" {
 		fmt.Fprintf(w, "commit:   %s\n", unknownVCS)

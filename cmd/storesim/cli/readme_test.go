@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -68,7 +68,7 @@ func TestReadmeRunsInOrder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every README example (about 20 s): not with -short")
 	}
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func clip(s string, n int) string {
 // README links both.
 func TestLicenseAndChangelog(t *testing.T) {
 	read := func(name string) string {
-		b, err := os.ReadFile(filepath.Join("..", "..", name))
+		b, err := os.ReadFile(filepath.Join("..", "..", "..", name))
 		if err != nil {
 			t.Fatalf("%s: %v %s", name, err, repro(t))
 		}

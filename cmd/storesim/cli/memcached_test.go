@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"os"
@@ -34,15 +34,15 @@ func TestMemcachedURLs(t *testing.T) {
 // TestMemcached: `storesim run --driver memcached://HOST:PORT` runs seeds in
 // real time against the server, and `storesim certify --driver
 // memcached://HOST:PORT --short` certifies it (exit 0). It needs a
-// memcached: scripts/with-memcached.sh go test ./cmd/storesim -run Memcached.
+// memcached: scripts/with-memcached.sh go test ./cmd/storesim/cli -run Memcached.
 func TestMemcached(t *testing.T) {
-	const repro = "(repro: scripts/with-memcached.sh go test ./cmd/storesim -run '^TestMemcached$')"
+	const repro = "(repro: scripts/with-memcached.sh go test ./cmd/storesim/cli -run '^TestMemcached$')"
 	addr := os.Getenv("STORESIM_MEMCACHED_ADDR")
 	if addr == "" {
 		if os.Getenv("STORESIM_MEMCACHED_REQUIRED") == "1" {
 			t.Fatalf("STORESIM_MEMCACHED_REQUIRED=1 but STORESIM_MEMCACHED_ADDR is empty %s", repro)
 		}
-		t.Skip("STORESIM_MEMCACHED_ADDR is not set; run: scripts/with-memcached.sh go test ./cmd/storesim -run Memcached")
+		t.Skip("STORESIM_MEMCACHED_ADDR is not set; run: scripts/with-memcached.sh go test ./cmd/storesim/cli -run Memcached")
 	}
 	url := "memcached://" + addr
 	got := storesim("run", "--driver", url, "--seeds", "0:4")

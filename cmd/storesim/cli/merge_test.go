@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ func buildStoresim(t *testing.T) string {
 		t.Fatalf("no go command on PATH to build storesim: %v %s", err, repro(t))
 	}
 	bin := filepath.Join(t.TempDir(), "storesim")
-	out, err := exec.Command(gobin, "build", "-o", bin, ".").CombinedOutput()
+	out, err := exec.Command(gobin, "build", "-o", bin, "..").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build ./cmd/storesim: %v\n%s %s", err, out, repro(t))
 	}

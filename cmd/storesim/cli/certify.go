@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -6,11 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/drivertest"
+	"github.com/storesim/storesim/fuzz/workload"
 )
 
 // listFlag is a repeatable flag that also takes comma-separated values.
@@ -30,15 +32,19 @@ func (l *listFlag) Set(s string) error {
 // and prints the per-rule table, or the certificate as JSON. Exit 0 when
 // certified, 1 when a rule failed or a gap (a race pair never exercised)
 // keeps it from being certified, 2 on usage errors or a driver that cannot
-// be built.
-func certifyCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
+// be built. A failing rule's repro reruns exactly the run that found its
+// first violation: --rule GROUP --case CASE --seed SEED [--directed].
+func certifyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	a := appOf(ctx)
 	fs := flag.NewFlagSet("certify", flag.ContinueOnError)
-	driver := fs.String("driver", "", "driver to certify: a name from storesim drivers, or redis://HOST:PORT or memcached://HOST:PORT")
+	driver := fs.String("driver", "", "driver to certify: a name from "+a.name+" drivers, or redis://HOST:PORT or memcached://HOST:PORT")
 	asJSON := fs.Bool("json", false, "print the certificate as JSON")
 	var rules listFlag
 	fs.Var(&rules, "rule", "certify only this rule group (repeatable, or comma-separated); race-pair gaps are then not judged")
 	seeds := fs.Int("seeds", 0, "randomized runs per directed case (default: the suite's, see drivertest.Options.Seeds)")
-	seed := fs.Uint64("seed", 0, "base seed every run derives from (default 1)")
+	seed := fs.Uint64("seed", 0, "base seed every run derives from (default 1); with --case, the seed of the one run to rerun, as a failure's repro names it")
+	caseName := fs.String("case", "", "with one --rule and --seed: rerun exactly one run of this directed case of the group (a failure's repro)")
+	directed := fs.Bool("directed", false, "with --case: the case's directed run (fixed choices), not the randomized run of --seed")
 	short := fs.Bool("short", false, "scale everything down (as go test -short)")
 	evicting := fs.Bool("evicting", false, "redis:// and memcached:// only: the server may evict keys at any time (maxmemory policy, TTL, a cache's LRU)")
 	wait := fs.Duration("wait", 0, "redis:// and memcached:// only: bound of each real-time wait (default 2s)")
@@ -49,7 +55,17 @@ func certifyCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	case len(pos) > 0:
 		err = usagef("unexpected argument %q (use --driver NAME)", pos[0])
 	case *driver == "":
-		err = usagef("give --driver NAME (see storesim drivers)")
+		err = usagef("give --driver NAME (see %s drivers)", a.name)
+	case *caseName != "" && len(rules) != 1:
+		err = usagef("--case %s: give exactly one --rule, the group the case belongs to", *caseName)
+	case *caseName != "" && !wasSet(fs, "seed"):
+		err = usagef("--case %s: give --seed N, the seed of the run to rerun (as the failure names it)", *caseName)
+	case *caseName != "" && wasSet(fs, "seeds"):
+		err = usagef("--seeds: --case reruns one run; its --seed is the run's own")
+	case *directed && *caseName == "":
+		err = usagef("--directed picks a case's directed run: give --rule, --case and --seed")
+	case *caseName != "" && len(drivertest.Cases(rules[0])) > 0 && !slices.Contains(drivertest.Cases(rules[0]), *caseName):
+		err = usagef("--case: rule group %s has no case %q (known: %s)", rules[0], *caseName, strings.Join(drivertest.Cases(rules[0]), ", "))
 	case *seeds < 0:
 		err = usagef("--seeds %d: want a positive number", *seeds)
 	case (*evicting || *wait != 0) && !isRealStore(*driver):
@@ -60,34 +76,56 @@ func certifyCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	if err == nil {
 		if isRealStore(*driver) {
 			h, cleanup, err = realHarness(*driver, *evicting, *wait)
-		} else if err = checkDriver(*driver); err == nil {
-			h = drivertest.Registered(*driver)
+		} else if err = a.checkDriver(*driver); err == nil {
+			if *driver == workload.Mixed {
+				err = usagef("--driver %s: a generator setting, not a driver: certify one driver (see %s drivers)", *driver, a.name)
+			}
+			h = a.harness(*driver)
 		}
 	}
 	if err != nil {
 		return inputErr("certify", err, stderr)
 	}
 	defer cleanup()
-	reproFlags := ""
+	// What every repro keeps: the real-time settings of a redis:// driver.
+	keep := ""
+	if *evicting {
+		keep += " --evicting"
+	}
+	if *wait != 0 {
+		keep += fmt.Sprintf(" --wait %v", *wait)
+	}
+	// What reruns a whole group the same way: the seed flags.
+	scale := ""
 	if *seed != 0 {
-		reproFlags += fmt.Sprintf(" --seed %d", *seed)
+		scale += fmt.Sprintf(" --seed %d", *seed)
 	}
 	if *seeds != 0 {
-		reproFlags += fmt.Sprintf(" --seeds %d", *seeds)
+		scale += fmt.Sprintf(" --seeds %d", *seeds)
 	}
 	if *short {
-		reproFlags += " --short"
+		scale += " --short"
+	}
+	opts := drivertest.Options{
+		Seeds: *seeds, Seed: *seed, Short: *short, Rules: rules, Wait: *wait, Version: a.version,
+		Repro: func(r drivertest.Rerun) string {
+			switch {
+			case r.Group == drivertest.SwarmGroup:
+				return a.command(drivertest.SwarmReplay(*driver, r))
+			case r.Case == "":
+				return fmt.Sprintf("%s certify --driver %s --rule %s%s%s", a.name, *driver, r.Group, keep, scale)
+			}
+			return fmt.Sprintf("%s certify %s%s", a.name, drivertest.CertifyArgs(*driver, r), keep)
+		},
+	}
+	if *caseName != "" {
+		opts.Seed, opts.Only = 0, drivertest.Rerun{Group: rules[0], Case: *caseName, Seed: *seed, Directed: *directed}
 	}
 	start := time.Now()
 	stop := newLiveLine(stderr, *quiet).ticking(func() string {
 		return fmt.Sprintf("certify: %s: running the conformance suite… %v", *driver, time.Since(start).Round(time.Second))
 	})
-	rep := drivertest.Certify(h, drivertest.Options{
-		Seeds: *seeds, Seed: *seed, Short: *short, Rules: rules, Wait: *wait, Version: version,
-		Repro: func(rule string) string {
-			return fmt.Sprintf("storesim certify --driver %s --rule %s%s", *driver, rule, reproFlags)
-		},
-	})
+	rep := drivertest.Certify(h, opts)
 	stop()
 	for _, r := range rules {
 		if _, ok := rep.Rule(r); !ok {
@@ -116,6 +154,9 @@ func certifyCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stderr, "storesim certify: %s: %s\n", *driver, g)
 			return exitUsage
 		}
+	}
+	if rep.Rerun != nil {
+		return rerunExit(rep, *driver, took, stderr)
 	}
 	if rep.Certified {
 		fmt.Fprintf(stderr, "certify: %s certified (%d rule groups, %v)\n", *driver, len(rep.Rules), took)
@@ -170,4 +211,27 @@ func realHarness(url string, evicting bool, wait time.Duration) (drivertest.Harn
 		admin.Shutdown(c)
 	}
 	return h, cleanup, nil
+}
+
+// rerunExit closes a rerun of one run (--case): what it found, and exit 1
+// when it found anything.
+func rerunExit(rep drivertest.Report, driver string, took time.Duration, stderr io.Writer) int {
+	run := rep.Rerun.String()
+	if rr, ok := rep.Rule(rep.Rerun.Group); ok && rr.Verdict == drivertest.Skip {
+		fmt.Fprintf(stderr, "certify: %s: %s did not run: %s (%v)\n", driver, run, rr.Reason, took)
+		return exitPass
+	}
+	if rep.Certified {
+		fmt.Fprintf(stderr, "certify: %s: %s passed (%v)\n", driver, run, took)
+		return exitPass
+	}
+	var why []string
+	if f := rep.Failed(); len(f) > 0 {
+		why = append(why, "failed "+strings.Join(f, " "))
+	}
+	if len(rep.Gaps) > 0 {
+		why = append(why, fmt.Sprintf("%d gap(s)", len(rep.Gaps)))
+	}
+	fmt.Fprintf(stderr, "certify: %s: %s: %s (%v)\n", driver, run, strings.Join(why, "; "), took)
+	return exitSafety
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/storesim/storesim/broken"
-	"github.com/storesim/storesim/fuzz/registry"
 	"github.com/storesim/storesim/fuzz/workload"
 )
 
@@ -35,7 +34,7 @@ func driverLine(name string) string {
 	return ""
 }
 
-func driversCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
+func driversCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if isHelp(args) {
 		return noFlagsHelp("drivers", stdout)
 	}
@@ -45,7 +44,7 @@ func driversCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "%s\t%s\n", workload.Mixed, "run's default: memory or together per endpoint, drawn from the seed (breaks nothing)")
-	for _, n := range registry.Names() {
+	for _, n := range appOf(ctx).names() {
 		fmt.Fprintf(tw, "%s\t%s\n", n, driverLine(n))
 	}
 	tw.Flush()
