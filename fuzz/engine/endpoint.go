@@ -224,7 +224,7 @@ func (ep *Endpoint) Register() error {
 	if ep.opts.Model && ep.opts.Sched != nil {
 		ep.Ref = refine.New(refine.Config{Endpoint: ep.Name, Clock: ep.opts.RT, Seed: ep.opts.Seed})
 		d = ep.Ref.Wrap(d)
-		ref, owner := ep.Ref, ep.Lender.OnChange
+		ref, owner := ep.Ref, cfg.OnChange
 		cfg.OnChange = func(a *backend.Attempt) { ref.Notified(a); owner(a) }
 	}
 	ep.Backend, ep.RegErr = backend.New(ep.opts.RT, d, ep.Regions, cfg)
