@@ -6,7 +6,7 @@ PKGS := ./...
 help: ## print this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
 
-test: ## the whole test suite (starts a private redis-server; installs it with apt-get when missing)
+test: ## the whole test suite (starts a private redis-server and memcached; installs them with apt-get when missing)
 	scripts/test.sh
 
 race: ## the whole suite under the race detector

@@ -3,13 +3,15 @@
 //
 // # Targets
 //
-//   - TestBackendStateMachine / FuzzBackendStateMachine: one rapid state
-//     machine body over the backend with the reference drivers (memory and
-//     together, AbsentIsMiss true and false, two endpoints on one
-//     memdriver.Store). rapid draws the operations, the faults and the
-//     schedule (which queued event runs next), so it shrinks all three
-//     together. Invariants are checked after every action (the "" action);
-//     the full checks of SPEC §5 run at the end.
+//   - TestBackendStateMachine / FuzzBackendStateMachine: the state machine
+//     of package fuzz/machine over the backend with the reference drivers
+//     (memory and together, AbsentIsMiss true and false, two endpoints on
+//     one memdriver.Store), driven by rapid. rapid draws the operations, the
+//     faults and the schedule (which queued event runs next), so it shrinks
+//     all three together. Invariants are checked after every action (the ""
+//     action); the full checks of SPEC §5 run at the end. The machine draws
+//     through machine.T, so fuzz/targets drives the same machine from raw
+//     bytes for fuzzing builders that cannot run rapid.
 //   - FuzzOpLog: bytes → op log (Decode, a compact decoder of this package)
 //     → engine.Run; any verdict but pass fails with the report and the log.
 //   - FuzzParseOpLog: workload.Parse never panics, and what parses prints
@@ -24,6 +26,10 @@
 // go test -fuzz writes failing inputs to testdata/fuzz/<Target>/, which plain
 // go test replays as subtests; the seed corpus lives there too (regenerate
 // the generated part with go test ./fuzz -run TestSeedCorpus -writecorpus).
+// testdata/fuzz/FuzzMachine/ seeds fuzz/targets.Machine, the byte-driven
+// state machine (machine.Generate's inputs; regenerate with
+// go test ./fuzz -run TestBytesMachine -writecorpus); fuzz/fuzztool zips
+// every corpus directory for fuzzing builders outside go test.
 //
 // # Regression
 //

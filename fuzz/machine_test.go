@@ -1,25 +1,11 @@
 package fuzz
 
 import (
-	"errors"
-	"fmt"
-	"sort"
-	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/anishathalye/porcupine"
 	"pgregory.net/rapid"
 
-	"github.com/storesim/storesim/backend"
-	"github.com/storesim/storesim/drivers"
-	"github.com/storesim/storesim/drivers/memdriver"
-	"github.com/storesim/storesim/fuzz/engine"
-	"github.com/storesim/storesim/fuzz/registry"
-	"github.com/storesim/storesim/model"
-	"github.com/storesim/storesim/model/lender"
-	"github.com/storesim/storesim/sim"
+	"github.com/storesim/storesim/fuzz/machine"
 )
 
 // machineRepro is how a failure of the state machine replays: rapid names
@@ -29,12 +15,13 @@ const machineRepro = "(repro: go test ./fuzz -run '^TestBackendStateMachine$' -r
 	"or go test ./fuzz -run 'FuzzBackendStateMachine/ENTRY' with the corpus entry go test -fuzz wrote)"
 
 // TestBackendStateMachine: rapid draws operations, faults and the schedule
-// over two endpoints on one store and checks every invariant after each
-// action and every check of SPEC §5 at the end. Fail files under
-// testdata/rapid/TestBackendStateMachine/ replay first.
+// of the state machine of package fuzz/machine (two endpoints on one store)
+// and checks every invariant after each action and every check of SPEC §5
+// at the end. Fail files under testdata/rapid/TestBackendStateMachine/
+// replay first.
 func TestBackendStateMachine(t *testing.T) {
-	var st machineStats
-	rapid.Check(t, property(machineOptions{stats: &st}))
+	var st machine.Stats
+	rapid.Check(t, property(machine.Options{Stats: &st}))
 	if t.Failed() {
 		return
 	}
@@ -42,547 +29,62 @@ func TestBackendStateMachine(t *testing.T) {
 	// Not vacuous: over the default 100 checks the machine admits, delivers,
 	// fails and cancels attempts, reorders deliveries, changes faults and
 	// shuts endpoints down mid-run.
-	if st.admitted < 100 || st.delivered == 0 || st.failed == 0 || st.cancelled == 0 || st.reordered == 0 || st.faults == 0 || st.midShutdowns == 0 || st.served == 0 {
+	if st.Admitted < 100 || st.Delivered == 0 || st.Failed == 0 || st.Cancelled == 0 || st.Reordered == 0 || st.Faults == 0 || st.MidShutdowns == 0 || st.Served == 0 {
 		t.Fatalf("state machine too thin: %+v (repro: go test ./fuzz -run '^TestBackendStateMachine$')", st)
 	}
 }
 
 // FuzzBackendStateMachine is the same property driven by go test -fuzz
 // bytes (rapid.MakeFuzz). An input that runs out of bytes is invalid
-// (skipped), never a failure.
+// (skipped), never a failure. Fuzzing builders outside go test cannot use
+// rapid (it needs the standard *testing.T): fuzz/targets.Machine drives the
+// same machine from raw bytes (machine.Bytes).
 func FuzzBackendStateMachine(f *testing.F) { f.Fuzz(rapid.MakeFuzz(backendProperty)) }
 
 // backendProperty is the one property body behind both entry points.
-func backendProperty(t *rapid.T) { property(machineOptions{})(t) }
+func backendProperty(t *rapid.T) { property(machine.Options{})(t) }
 
-// machineOptions let tests of the tester plant a driver bug and count what
-// the machine did.
-type machineOptions struct {
-	// wrap, if set, wraps each endpoint's driver (inside the monitor).
-	wrap  func(drivers.Driver) drivers.Driver
-	stats *machineStats
+// property is the machine run by rapid.
+func property(opts machine.Options) func(*rapid.T) {
+	p := machine.Property(opts)
+	return func(t *rapid.T) { p(rapidT{t}) }
 }
 
-// machineStats count what runs did, so a test can prove they were not
-// vacuous.
-type machineStats struct {
-	admitted, refused, delivered, failed, cancelled, served int
-	reordered, faults, midShutdowns, steps                  int
+// rapidT is machine.T over rapid: each draw is the rapid generator of the
+// same name and label, so rapid shrinks every draw of the machine.
+type rapidT struct{ t *rapid.T }
+
+func (r rapidT) Uint64(label string) uint64 { return rapid.Uint64().Draw(r.t, label) }
+func (r rapidT) Bool(label string) bool     { return rapid.Bool().Draw(r.t, label) }
+func (r rapidT) IntRange(min, max int, label string) int {
+	return rapid.IntRange(min, max).Draw(r.t, label)
 }
 
-func property(opts machineOptions) func(*rapid.T) {
-	return func(t *rapid.T) {
-		m := newMachine(t, opts)
-		t.Repeat(rapid.StateMachineActions(m))
-		m.finish(t)
+// Index draws like rapid.SampledFrom over n items (the draw depends only
+// on n), so the bits are those SampledFrom of the items would take.
+func (r rapidT) Index(n int, label string) int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
 	}
+	return rapid.SampledFrom(idx).Draw(r.t, label)
 }
 
-// Bounds of the machine: small, so keys repeat within and across views and
-// the backend's bounds are reached.
-const (
-	machineKeys   = 6
-	machineRows   = 4
-	machineSlots  = 8
-	slotBytes     = 16
-	runBurstSteps = 64
-	finishSteps   = 1_000_000
-)
-
-// runtime is the scheduler as the backend and drivers see it; it remembers
-// which labels are change-callback wakes, since only those (and events due
-// now) may be delivered out of time order (see machine.deliverable).
-type runtime struct {
-	*sim.Scheduler
-	wakes map[string]bool
+func (r rapidT) Distinct(from []string, max int, label string) []string {
+	return rapid.SliceOfNDistinct(rapid.SampledFrom(from), 0, max, rapid.ID[string]).Draw(r.t, label)
 }
 
-func (r *runtime) Wake(label string, fn func()) func() {
-	r.wakes[label] = true
-	return r.Scheduler.Wake(label, fn)
+func (r rapidT) Fatalf(format string, args ...any) {
+	r.t.Fatalf(format+" "+machineRepro, args...)
 }
 
-// endpoint is what fuzz/engine builds, plus the memdriver behind it (the
-// fault action sets its rates).
-type endpoint struct {
-	*engine.Endpoint
-	name string
-	drv  *memdriver.Driver
-}
+func (r rapidT) Skip(reason string) { r.t.Skip(reason) }
 
-// tracked is one admitted attempt and what the checks remember of it.
-type tracked struct {
-	ep     *endpoint
-	kind   string
-	mask   []bool
-	a      *backend.Attempt
-	commit string // the outcome when first seen committed ("" before)
-	access drivers.Access
-}
-
-type machine struct {
-	opts     machineOptions
-	stats    *machineStats
-	rt       *runtime
-	seed     uint64
-	evicting bool
-	store    *memdriver.Store
-	seq      atomic.Int64
-	eps      []*endpoint
-	atts     []*tracked
-	publish  int // content counter
-	actions  map[string]func(*rapid.T)
-}
-
-func newMachine(t *rapid.T, opts machineOptions) *machine {
-	m := &machine{opts: opts, stats: opts.stats, seed: rapid.Uint64().Draw(t, "seed"), evicting: rapid.Bool().Draw(t, "evicting")}
-	m.rt = &runtime{Scheduler: sim.New(sim.Options{
-		Seed:           m.seed,
-		MaxWakeDelay:   rapid.SampledFrom([]time.Duration{0, 2 * time.Microsecond, 20 * time.Microsecond}).Draw(t, "wake-delay"),
-		CoalesceChance: rapid.SampledFrom([]float64{0, 0.5}).Draw(t, "coalesce"),
-	}), wakes: map[string]bool{}}
-	so := memdriver.StoreOptions{OnEvent: m.storeEvent}
-	if m.evicting {
-		so.Evicting, so.EvictChance, so.Rand = true, 0.05, m.rt.Rand("fuzz/store")
-	}
-	var err error
-	if m.store, err = memdriver.NewStore(so); err != nil {
-		t.Fatalf("store: %v %s", err, machineRepro)
-	}
-	for _, name := range []string{"A", "B"} {
-		m.eps = append(m.eps, m.newEndpoint(t, name))
-	}
-	m.actions = map[string]func(*rapid.T){
-		"publish":  func(t *rapid.T) { m.submit(t, drivers.Publish) },
-		"fetch":    func(t *rapid.T) { m.submit(t, drivers.Fetch) },
-		"cancel":   m.cancel,
-		"deliver":  m.deliver,
-		"run":      m.run,
-		"fault":    m.fault,
-		"shutdown": m.shutdown,
-	}
-	return m
-}
-
-// drawMix draws a fault mix through its printed form (a few kinds, each at
-// a rate that shrinks towards the smallest).
-func drawMix(t *rapid.T, name string) memdriver.FaultMix {
-	kinds := rapid.SliceOfNDistinct(rapid.SampledFrom(memdriver.FaultNames()), 0, 4, rapid.ID[string]).Draw(t, name+"/faults")
-	sort.Strings(kinds)
-	var lines []string
-	for _, k := range kinds {
-		rate := rapid.SampledFrom([]float64{0.05, 0.2, 0.5, 1}).Draw(t, name+"/rate/"+k)
-		lines = append(lines, fmt.Sprintf("fault %s rate=%g", k, rate))
-	}
-	mix, err := memdriver.ParseFaultMix(strings.Join(lines, "\n"))
-	if err != nil {
-		t.Fatalf("fault mix %q: %v %s", lines, err, machineRepro)
-	}
-	return mix
-}
-
-func (m *machine) newEndpoint(t *rapid.T, name string) *endpoint {
-	ep := &endpoint{name: name}
-	caps := drivers.Capabilities{
-		MaxRowsPerOp: rapid.IntRange(1, 4).Draw(t, name+"/rows"),
-		AbsentIsMiss: rapid.Bool().Draw(t, name+"/absent-is-miss"),
-		CanFetch:     true, CanPublish: true, CanCancel: true,
-	}
-	together := rapid.Bool().Draw(t, name+"/together")
-	cfg := backend.Config{
-		MaxCallsInFlight: rapid.IntRange(1, 4).Draw(t, name+"/inflight"),
-		MaxQueuedCalls:   rapid.IntRange(1, 8).Draw(t, name+"/queued"),
-		MaxUnprovable:    rapid.IntRange(1, 4).Draw(t, name+"/unprovable"),
-		DrainTimeout:     time.Millisecond,
-	}
-	nRegs := rapid.IntRange(1, 2).Draw(t, name+"/regions")
-	mix := drawMix(t, name)
-	var specs []lender.Spec
-	for j := range nRegs {
-		specs = append(specs, lender.Spec{Label: fmt.Sprintf("%s%d", name, j), Slots: machineSlots, SlotBytes: slotBytes})
-	}
-	newDriver := func(_ string, env registry.Env) (drivers.Driver, error) {
-		cfg := memdriver.Config{Name: env.Name, Caps: env.Caps, Faults: env.Faults}
-		var d drivers.Driver
-		if together {
-			td := memdriver.NewTogether(env.RT, env.Store, cfg)
-			ep.drv, d = td.Driver, td
-		} else {
-			ep.drv = memdriver.New(env.RT, env.Store, cfg)
-			d = ep.drv
-		}
-		if m.opts.wrap != nil {
-			d = m.opts.wrap(d)
-		}
-		return d, nil
-	}
-	// A registration error (a drawn register fault) leaves a backend that
-	// refuses admission: still a run worth checking.
-	var err error
-	ep.Endpoint, err = engine.NewEndpoint(engine.EndpointOptions{
-		Name: name, New: newDriver, RT: m.rt, Sched: m.rt.Scheduler, Store: m.store, Caps: caps, Faults: mix, Seed: m.seed,
-		Recorder: model.RecorderOptions{Sequence: &m.seq, StoreLogComplete: true},
-		Memory:   specs, Backend: cfg,
+// Repeat is rapid's, with the actions rapid.StateMachineActions would list
+// for the machine (its one action, Act, and Check).
+func (r rapidT) Repeat(act, check func(machine.T)) {
+	r.t.Repeat(map[string]func(*rapid.T){
+		"Act": func(t *rapid.T) { act(rapidT{t}) },
+		"":    func(t *rapid.T) { check(rapidT{t}) },
 	})
-	if err != nil {
-		t.Fatalf("endpoint %s: %v %s", name, err, machineRepro)
-	}
-	return ep
-}
-
-// GoString keeps rapid's draw log short: an endpoint prints as its name.
-func (ep *endpoint) GoString() string { return ep.name }
-
-// GoString prints a tracked attempt as its endpoint, kind and id.
-func (tr *tracked) GoString() string {
-	return fmt.Sprintf("%s %s attempt %d", tr.ep.name, tr.kind, tr.a.ID())
-}
-
-func (m *machine) storeEvent(e memdriver.StoreEvent) {
-	if e.Kind != memdriver.EventPut || !e.Stored {
-		return
-	}
-	for _, ep := range m.eps {
-		if ep.name == e.By.Driver {
-			ep.Recorder.Put(m.rt.Now(), e.By.Call, e.By.Row, e.Key)
-		}
-	}
-}
-
-// Act is the state machine's one action: it draws among the actions valid
-// now, so no draw is ever wasted on a rejected action (PERF-NOTES: with
-// rapid.MakeFuzz, retry-until-valid lets the fuzzer find all-rejected
-// inputs). When nothing is valid (every endpoint shut down, nothing queued)
-// the step is an invalid draw, which ends the repetition; never a failure.
-func (m *machine) Act(t *rapid.T) {
-	valid := m.valid()
-	if len(valid) == 0 {
-		rapid.Bool().Draw(t, "nothing-valid")
-		t.Skip("nothing valid: every endpoint shut down and the scheduler idle")
-	}
-	m.actions[rapid.SampledFrom(valid).Draw(t, "action")](t)
-}
-
-// valid lists the actions that can do something now, in a fixed order,
-// each as often as its weight: submits and deliveries make up most of a run;
-// a mid-run shutdown, which ends an endpoint's part, is rare.
-func (m *machine) valid() []string {
-	var out []string
-	if m.open() != nil {
-		out = append(out, "publish", "publish", "publish", "fetch", "fetch", "fetch", "fault", "fault")
-	}
-	if !m.rt.Idle() {
-		out = append(out, "deliver", "deliver", "deliver", "deliver", "run")
-	}
-	if len(m.atts) > 0 {
-		out = append(out, "cancel")
-	}
-	if m.open() != nil && len(m.atts) > 0 {
-		out = append(out, "shutdown")
-	}
-	return out
-}
-
-// open lists the endpoints not yet asked to shut down.
-func (m *machine) open() []*endpoint {
-	var out []*endpoint
-	for _, ep := range m.eps {
-		if !ep.Asked {
-			out = append(out, ep)
-		}
-	}
-	return out
-}
-
-// submit lends slots for a view of drawn keys (repeats within the view and
-// across views in flight come from the small key space) and submits it.
-func (m *machine) submit(t *rapid.T, dir drivers.Direction) {
-	ep := rapid.SampledFrom(m.eps).Draw(t, "endpoint")
-	n := rapid.IntRange(1, machineRows).Draw(t, "rows")
-	keys := make([]string, n)
-	mask := make([]bool, n)
-	for i := range n {
-		keys[i] = fmt.Sprintf("k%d", rapid.IntRange(0, machineKeys-1).Draw(t, "key"))
-		mask[i] = rapid.IntRange(0, 7).Draw(t, "mask-out") != 7
-	}
-	loan, err := ep.Lender.Lend(n)
-	if err != nil {
-		return // every slot is lent or retained: a valid no-op
-	}
-	if dir == drivers.Publish {
-		m.publish++
-		for i := range n {
-			ep.Lender.Fill(loan, i, content(m.seed, m.publish, i))
-		}
-	}
-	// A view needs live bindings: after shutdown or a failed registration
-	// the lender cannot build one (a valid no-op).
-	v, err := loan.View(ep.Backend, keys, mask)
-	before := ep.Backend.Stats()
-	var a *backend.Attempt
-	if err == nil {
-		if dir == drivers.Publish {
-			a, err = ep.Backend.Publish(v)
-		} else {
-			a, err = ep.Backend.Fetch(v)
-		}
-		// B-SUBMIT: a refusal says which, and consumes nothing.
-		if err != nil && !errors.Is(err, backend.ErrSubmissionRejected) && !errors.Is(err, drivers.ErrInvalidSubmission) {
-			t.Fatalf("B-SUBMIT: %s %v on %s refused with an error that wraps neither ErrSubmissionRejected nor ErrInvalidSubmission: %v %s", dir, keys, ep.name, err, machineRepro)
-		}
-	}
-	if err != nil {
-		if after := ep.Backend.Stats(); after.InFlight != before.InFlight || after.Queued != before.Queued || after.Calls != before.Calls {
-			t.Fatalf("B-SUBMIT: refused %s %v on %s consumed capacity: in flight %d→%d, queued %d→%d, calls %d→%d %s",
-				dir, keys, ep.name, before.InFlight, after.InFlight, before.Queued, after.Queued, before.Calls, after.Calls, machineRepro)
-		}
-		if rerr := ep.Lender.Return(loan); rerr != nil {
-			t.Fatalf("lender: returning a refused loan: %v %s", rerr, machineRepro)
-		}
-		m.count(func(s *machineStats) { s.refused++ })
-		return
-	}
-	// B-BOUND: admitted only if every batch fits and the unprovable gauge
-	// does not exceed its limit.
-	cfg := ep.Backend.Config()
-	if before.Unprovable > cfg.MaxUnprovable {
-		t.Fatalf("B-BOUND: %s admitted %s %v with %d UNPROVABLE calls > MaxUnprovable %d %s", ep.name, dir, keys, before.Unprovable, cfg.MaxUnprovable, machineRepro)
-	}
-	if fit := cfg.MaxCallsInFlight + cfg.MaxQueuedCalls; before.InFlight+before.Queued+a.Batches() > fit {
-		t.Fatalf("B-BOUND: %s admitted %s %v of %d batches with %d in flight and %d queued > %d %s",
-			ep.name, dir, keys, a.Batches(), before.InFlight, before.Queued, fit, machineRepro)
-	}
-	if err := ep.Lender.Attach(loan, a); err != nil {
-		t.Fatalf("lender: attach: %v %s", err, machineRepro)
-	}
-	m.count(func(s *machineStats) { s.admitted++ })
-	m.atts = append(m.atts, &tracked{ep: ep, kind: dir.String(), mask: mask, a: a, access: drivers.AccessPending})
-}
-
-// content is a publish's object: distinct per publish and row, so every
-// published value has its own digest (S-LIN tells writers apart).
-func content(seed uint64, publish, row int) []byte {
-	g := sim.NewRand(sim.Mix(seed, uint64(publish)<<8|uint64(row)))
-	b := make([]byte, slotBytes)
-	for i := 0; i < len(b); i += 8 {
-		v := g.Uint64()
-		for j := 0; j < 8 && i+j < len(b); j++ {
-			b[i+j] = byte(v >> (8 * j))
-		}
-	}
-	return b
-}
-
-// cancel cancels an admitted attempt, committed or not (B-CANCEL: only an
-// uncommitted one may become Cancelled; a committed one keeps its outcome).
-func (m *machine) cancel(t *rapid.T) {
-	tr := rapid.SampledFrom(m.atts).Draw(t, "attempt")
-	was := tr.a.Committed()
-	before := outcomeKey(tr.a)
-	got := tr.a.Cancel()
-	switch {
-	case was && got:
-		t.Fatalf("B-OUTCOME: Cancel of %s attempt %d on %s committed over %s %s", tr.kind, tr.a.ID(), tr.ep.name, before, machineRepro)
-	case was && outcomeKey(tr.a) != before:
-		t.Fatalf("B-OUTCOME: Cancel changed %s attempt %d on %s from %s to %s %s", tr.kind, tr.a.ID(), tr.ep.name, before, outcomeKey(tr.a), machineRepro)
-	case !was && tr.a.State() != backend.Cancelled:
-		t.Fatalf("B-CANCEL: Cancel of uncommitted %s attempt %d on %s left it %s (Cancel returned %t) %s", tr.kind, tr.a.ID(), tr.ep.name, outcomeKey(tr.a), got, machineRepro)
-	}
-}
-
-// deliverable lists the events that may run next: index 0 is the one Step
-// would run (it moves the clock); then every other event due now (the
-// scheduler's tie-break could have put any of them first) and every queued
-// change-callback wake (a callback may come sooner than its drawn delay).
-// Timers due later keep their order: a real clock never fires them early.
-func (m *machine) deliverable() []sim.EventInfo {
-	q := m.rt.Queued()
-	if len(q) == 0 {
-		return nil
-	}
-	out := []sim.EventInfo{q[0]}
-	for _, e := range q[1:] {
-		if e.At == m.rt.Now() || m.rt.wakes[e.Label] {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// deliver runs one event rapid picks among the deliverable ones; shrinking
-// moves the pick towards the scheduler's own order.
-func (m *machine) deliver(t *rapid.T) {
-	evs := m.deliverable()
-	i := rapid.IntRange(0, len(evs)-1).Draw(t, "event")
-	if i == 0 {
-		m.rt.Step()
-		return
-	}
-	m.count(func(s *machineStats) { s.reordered++ })
-	if !m.rt.Deliver(evs[i].ID) {
-		t.Fatalf("sim: Deliver(%d %q) ran nothing though Queued listed it %s", evs[i].ID, evs[i].Label, machineRepro)
-	}
-}
-
-// run steps up to a drawn number of events in the scheduler's order.
-func (m *machine) run(t *rapid.T) {
-	n := rapid.IntRange(1, runBurstSteps).Draw(t, "steps")
-	for range n {
-		if !m.rt.Step() {
-			return
-		}
-	}
-}
-
-// fault changes one fault rate of a live driver (memdriver.SetFault: every
-// such fault is legal behaviour) or, on an evicting store, makes a key's
-// next FETCH stale.
-func (m *machine) fault(t *rapid.T) {
-	ep := rapid.SampledFrom(m.open()).Draw(t, "endpoint")
-	names := memdriver.FaultNames()
-	if m.evicting {
-		names = append(names[:len(names):len(names)], "inject-stale-lookup")
-	}
-	kind := rapid.SampledFrom(names).Draw(t, "fault")
-	if kind == "inject-stale-lookup" {
-		ep.drv.InjectStaleLookup(fmt.Sprintf("k%d", rapid.IntRange(0, machineKeys-1).Draw(t, "key")))
-		return
-	}
-	rate := rapid.SampledFrom([]float64{0, 0.2, 1}).Draw(t, "rate")
-	m.count(func(s *machineStats) { s.faults++ })
-	if err := ep.drv.SetFault(kind, rate); err != nil {
-		t.Fatalf("SetFault(%q, %v): %v %s", kind, rate, err, machineRepro)
-	}
-}
-
-func (m *machine) shutdown(t *rapid.T) {
-	m.count(func(s *machineStats) { s.midShutdowns++ })
-	m.shutdownEndpoint(rapid.SampledFrom(m.open()).Draw(t, "endpoint"))
-}
-
-// count updates the stats, when a test asked for them.
-func (m *machine) count(f func(*machineStats)) {
-	if m.stats != nil {
-		f(m.stats)
-	}
-}
-
-func (m *machine) shutdownEndpoint(ep *endpoint) { ep.Shutdown(nil) }
-
-func outcomeKey(a *backend.Attempt) string {
-	o := a.Outcome()
-	return fmt.Sprintf("%v served=%v reason=%v", o.State, o.Served, o.Reason)
-}
-
-// Check runs after every action: the invariants that must hold at every
-// instant, not only at the end.
-func (m *machine) Check(t *rapid.T) {
-	for _, tr := range m.atts {
-		// B-OUTCOME: committed once, never changed; Delivered serves only
-		// asked (masked-in) rows.
-		if tr.commit != "" {
-			if now := outcomeKey(tr.a); now != tr.commit {
-				t.Fatalf("B-OUTCOME: %s attempt %d on %s changed its committed outcome %s to %s %s", tr.kind, tr.a.ID(), tr.ep.name, tr.commit, now, machineRepro)
-			}
-		} else if tr.a.Committed() {
-			tr.commit = outcomeKey(tr.a)
-			if o := tr.a.Outcome(); o.State == backend.Delivered {
-				for i, s := range o.Served {
-					if s && (i >= len(tr.mask) || !tr.mask[i]) {
-						t.Fatalf("B-OUTCOME: %s attempt %d on %s served row %d that was not asked (mask %v) %s", tr.kind, tr.a.ID(), tr.ep.name, i, tr.mask, machineRepro)
-					}
-				}
-			}
-		}
-		// B-ACCESS: an attempt's access moves only as D-ACCESS allows
-		// (ENDED is final: the lender may already have reused the slots;
-		// UNPROVABLE only becomes ENDED). The fail file
-		// TestBackendStateMachine-unprovable-to-pending.fail replays the
-		// UNPROVABLE → PENDING move this check found in the backend.
-		if acc := tr.a.Access(); acc != tr.access {
-			if !tr.access.CanBecome(acc) {
-				t.Fatalf("B-ACCESS: %s attempt %d on %s went from access %v to %v (D-ACCESS allows UNPROVABLE only to become ENDED) %s", tr.kind, tr.a.ID(), tr.ep.name, tr.access, acc, machineRepro)
-			}
-			tr.access = acc
-		}
-	}
-	for _, ep := range m.eps {
-		if vs := ep.Lender.Violations(); len(vs) > 0 {
-			t.Fatalf("%s: lender/arena: %v %s", ep.name, vs, machineRepro)
-		}
-		if vs := ep.Monitor.Violations(); len(vs) > 0 {
-			t.Fatalf("%s: contract monitor: %v %s", ep.name, vs, machineRepro)
-		}
-		// B-BOUND: the backend's gauges, and an independent count of the
-		// calls the monitor saw submitted without access evidence (the
-		// monitor learns evidence before the backend does, so this count is
-		// never above the backend's).
-		st, cfg := ep.Backend.Stats(), ep.Backend.Config()
-		if st.InFlight > cfg.MaxCallsInFlight || st.Queued > cfg.MaxQueuedCalls {
-			t.Fatalf("B-BOUND: %s has %d calls in flight (max %d) and %d queued (max %d) %s", ep.name, st.InFlight, cfg.MaxCallsInFlight, st.Queued, cfg.MaxQueuedCalls, machineRepro)
-		}
-		pending := 0
-		for _, c := range ep.Recorder.Calls() {
-			if c.Access == drivers.AccessPending {
-				pending++
-			}
-		}
-		if pending > cfg.MaxCallsInFlight {
-			t.Fatalf("B-BOUND: %s: the driver holds %d calls without access evidence > MaxCallsInFlight %d %s", ep.name, pending, cfg.MaxCallsInFlight, machineRepro)
-		}
-	}
-}
-
-// finish is the end of every run: stabilize (run what is runnable), shut
-// every endpoint down, run to quiescence, then every check of SPEC §5
-// through engine.Check — liveness, the contract monitor's end-of-run checks,
-// the lender and arenas, the memory oracle, the backend's boundary checks,
-// attempt outcomes, and S-LIN over the merged history.
-func (m *machine) finish(t *rapid.T) {
-	for i := 0; i < finishSteps && m.rt.Step(); i++ {
-	}
-	for _, ep := range m.open() {
-		m.shutdownEndpoint(ep)
-	}
-	runErr := m.rt.RunUntilIdle(finishSteps)
-	in := engine.CheckInput{
-		Stopped: runErr, Finished: runErr == nil, Idle: runErr == nil, ExpectShutdown: true,
-		At: m.rt.Now(), Seed: m.seed, Profile: model.Durable,
-	}
-	if m.evicting {
-		in.Profile = model.Evicting
-	}
-	for _, ep := range m.eps {
-		in.Endpoints = append(in.Endpoints, ep.Endpoint)
-	}
-	m.count(func(s *machineStats) { s.steps += int(m.rt.Steps()) })
-	for _, tr := range m.atts {
-		in.Attempts = append(in.Attempts, engine.Attempt{Endpoint: tr.ep.Endpoint, Label: tr.kind, Attempt: tr.a})
-		m.count(func(s *machineStats) {
-			switch o := tr.a.Outcome(); o.State {
-			case backend.Delivered:
-				s.delivered++
-				for _, v := range o.Served {
-					if v {
-						s.served++
-					}
-				}
-			case backend.Failed:
-				s.failed++
-			case backend.Cancelled:
-				s.cancelled++
-			}
-		})
-	}
-	res := engine.Check(in)
-	var fails []string
-	for _, v := range res.Violations {
-		fails = append(fails, v.String())
-	}
-	if res.Lin.Outcome == porcupine.Unknown {
-		fails = append(fails, "S-LIN: "+res.Lin.String())
-	}
-	if len(fails) > 0 {
-		t.Fatalf("%d failures at %v:\n  %s\n%s", len(fails), in.At, strings.Join(fails, "\n  "), machineRepro)
-	}
 }

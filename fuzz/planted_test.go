@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/fuzz/machine"
 )
 
 // silent drops every change callback: lost wake-ups (D-CB-2).
@@ -83,7 +84,7 @@ func TestMachineCatchesPlantedBugs(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			rec := &recordTB{name: "planted-" + c.name}
-			rapid.Check(rec, property(machineOptions{wrap: c.wrap}))
+			rapid.Check(rec, property(machine.Options{Wrap: c.wrap}))
 			out := rec.String()
 			if !rec.failed {
 				t.Fatalf("the state machine passed a driver with a planted %s bug (repro: go test ./fuzz -run 'TestMachineCatchesPlantedBugs/%s')", c.name, c.name)

@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 out=${BENCH_OUT:-$(mktemp)}
 run() { go test -run '^$' -count 1 "$@" | tee -a "$out" | grep -E '^Benchmark' ; }
 : > "$out"
+: > "$out.memcached"
 echo "# machine: $(nproc) cores, $(go version | cut -d' ' -f3-), $(date -u +%F)"
 run -bench 'Loop' -benchtime 2000000x -count 3 ./sim
 run -bench 'RunSeed' -benchtime 300x ./fuzz/engine
@@ -17,6 +18,13 @@ run -bench 'DecodeRun' -benchtime 300x ./fuzz
 # (scripts/with-redis.sh scripts/bench.sh provides one).
 if [ -n "${STORESIM_REDIS_ADDR:-}" ]; then
   run -bench 'MonitorOverhead' -benchtime 1000x -count 5 ./drivers/redisdriver
+fi
+# Likewise the memcached driver (scripts/with-memcached.sh scripts/bench.sh).
+if [ -n "${STORESIM_MEMCACHED_ADDR:-}" ]; then
+  # A file of its own: the Redis figures below grep $out.
+  for b in 'MonitorOverhead' 'PublishFetch16/serial/slot=4KiB'; do
+    go test -run '^$' -bench "$b" -benchtime 1000x -count 5 ./drivers/memcachedriver | tee -a "$out.memcached" | grep -E '^Benchmark'
+  done
 fi
 metric() { # metric BENCH-REGEX UNIT → the median of the values before UNIT on the matching lines
   grep -E "^$1-" "$out" | awk -v u="$2" '{for (i=2;i<=NF;i++) if ($i==u) print $(i-1)}' | sort -g |
@@ -41,5 +49,15 @@ if [ -n "${STORESIM_REDIS_ADDR:-}" ]; then
     awk '{v[NR]=$1} END{m=v[int((NR+1)/2)]; printf "monitor overhead, Redis driver (real server, paired, median of %d): monitored/bare = %.3f, throughput loss %.1f %% (goal <= 10 %%)\n", NR, m, 100*(1-1/m)}'
 else
   echo "monitor overhead, Redis driver: skipped (no STORESIM_REDIS_ADDR; run scripts/with-redis.sh scripts/bench.sh)"
+fi
+if [ -n "${STORESIM_MEMCACHED_ADDR:-}" ]; then
+  mc=$(grep -E '^BenchmarkMonitorOverhead/monitored' "$out.memcached" |
+    awk '{for (i=2;i<=NF;i++) if ($i=="monitored/bare") print $(i-1)}' | sort -g |
+    awk '{v[NR]=$1} END{if (NR) print v[int((NR+1)/2)]}')
+  rows=$(grep -E '^BenchmarkPublishFetch16/serial/slot=4KiB-' "$out.memcached" | awk '{for (i=2;i<=NF;i++) if ($i=="rows/s") print $(i-1)}' | sort -g |
+    awk '{v[NR]=$1} END{if (NR) print v[int((NR+1)/2)]}')
+  awk -v m="$mc" -v r="$rows" 'BEGIN{printf "memcached driver (real server): monitor overhead monitored/bare = %.3f (paired, median of 5), throughput loss %.1f %%; %.0f rows/s (16-row publish + fetch, 4 KiB slots, serial)\n", m, 100*(1-1/m), r}'
+else
+  echo "memcached driver: skipped (no STORESIM_MEMCACHED_ADDR; run scripts/with-memcached.sh scripts/bench.sh)"
 fi
 awk -v f="$fz" 'BEGIN{printf "fuzz: one 100-op decode+run = %.2f ms → %.0f execs/s per core before coverage instrumentation\n", f/1e6, 1e9/f}'

@@ -3,8 +3,9 @@
 # make bench's side-by-side ratios, the certification times, and the bug
 # zoo (scripts/zoo.sh, which also rewrites docs/ZOO.md). Never edit the
 # numbers by hand. RESULTS_SKIP_ZOO=1 keeps the existing docs/ZOO.md (the zoo
-# takes about 12 minutes). Run it under scripts/with-redis.sh to add the Redis
-# figures (monitor overhead, real-time certification).
+# takes about 12 minutes). Run it under scripts/with-redis.sh (and
+# scripts/with-memcached.sh) to add the Redis (and memcached) figures
+# (monitor overhead, real-time certification).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
@@ -49,6 +50,7 @@ swarm() { # swarm ARGS… → seeds/min line from storesim's own summary
   cert broken:LiesAboutAccess
   cert broken:SignalUnderLock
   if [ -n "${STORESIM_REDIS_ADDR:-}" ]; then cert "redis://$STORESIM_REDIS_ADDR" "redis:// (private server)"; fi
+  if [ -n "${STORESIM_MEMCACHED_ADDR:-}" ]; then cert "memcached://$STORESIM_MEMCACHED_ADDR" "memcached:// (private server)"; fi
   echo
   echo "## Bug zoo"
   echo

@@ -49,7 +49,7 @@ func TestRender(t *testing.T) {
 		"| late_success | B-OUTCOME | S-MARKS (2/3 found) | 3 | 10 ms | 100 → 4 (S-MARKS) | outcome, data (2/3) | 300 ms | 100 ms | 30× |",
 		"| marks_shift | S-MARKS | S-MARKS (1/1 found) | 3 | 10 ms | n/a | nothing in 1×1000 ms | — | — | > 100× |",
 		"| indoubt_ignored | S-HOLD |",
-		"nothing in 1×9 seeds",
+		"No escapes",
 		"| ended_at_results | B-ACCESS | not measured |",
 		"scripts/zoo.sh",
 	} {

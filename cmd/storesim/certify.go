@@ -11,7 +11,6 @@ import (
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/drivertest"
-	"github.com/storesim/storesim/drivers/redisdriver"
 )
 
 // listFlag is a repeatable flag that also takes comma-separated values.
@@ -34,15 +33,15 @@ func (l *listFlag) Set(s string) error {
 // be built.
 func certifyCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("certify", flag.ContinueOnError)
-	driver := fs.String("driver", "", "driver to certify: a name from storesim drivers, or redis://HOST:PORT")
+	driver := fs.String("driver", "", "driver to certify: a name from storesim drivers, or redis://HOST:PORT or memcached://HOST:PORT")
 	asJSON := fs.Bool("json", false, "print the certificate as JSON")
 	var rules listFlag
 	fs.Var(&rules, "rule", "certify only this rule group (repeatable, or comma-separated); race-pair gaps are then not judged")
 	seeds := fs.Int("seeds", 0, "randomized runs per directed case (default: the suite's, see drivertest.Options.Seeds)")
 	seed := fs.Uint64("seed", 0, "base seed every run derives from (default 1)")
 	short := fs.Bool("short", false, "scale everything down (as go test -short)")
-	evicting := fs.Bool("evicting", false, "redis:// only: the server may evict keys at any time (maxmemory policy or TTL)")
-	wait := fs.Duration("wait", 0, "redis:// only: bound of each real-time wait (default 2s)")
+	evicting := fs.Bool("evicting", false, "redis:// and memcached:// only: the server may evict keys at any time (maxmemory policy, TTL, a cache's LRU)")
+	wait := fs.Duration("wait", 0, "redis:// and memcached:// only: bound of each real-time wait (default 2s)")
 	pos, err := parseFlags(fs, args, stdout)
 	switch {
 	case err != nil:
@@ -52,14 +51,14 @@ func certifyCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		err = usagef("give --driver NAME (see storesim drivers)")
 	case *seeds < 0:
 		err = usagef("--seeds %d: want a positive number", *seeds)
-	case (*evicting || *wait != 0) && !strings.HasPrefix(*driver, redisScheme):
-		err = usagef("--evicting and --wait apply to redis:// drivers only")
+	case (*evicting || *wait != 0) && !isRealStore(*driver):
+		err = errRealOnly("--evicting and --wait")
 	}
 	var h drivertest.Harness
 	cleanup := func() {}
 	if err == nil {
-		if strings.HasPrefix(*driver, redisScheme) {
-			h, cleanup, err = redisHarness(*driver, *evicting, *wait)
+		if isRealStore(*driver) {
+			h, cleanup, err = realHarness(*driver, *evicting, *wait)
 		} else if err = checkDriver(*driver); err == nil {
 			h = drivertest.Registered(*driver)
 		}
@@ -125,16 +124,16 @@ func certifyCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	return exitSafety
 }
 
-// redisHarness certifies a real Redis server: every driver instance of
-// the run shares one fresh key prefix, MakeAbsent deletes through an admin
-// driver on that prefix, and cleanup flushes the prefix.
-func redisHarness(url string, evicting bool, wait time.Duration) (drivertest.Harness, func(), error) {
-	addr := strings.TrimPrefix(url, redisScheme)
-	if addr == "" || strings.ContainsAny(addr, "/ ") || !strings.Contains(addr, ":") {
-		return drivertest.Harness{}, nil, usagef("--driver %q: want redis://HOST:PORT", url)
+// realHarness certifies a real Redis or memcached server: every driver
+// instance of the run shares one fresh key prefix, MakeAbsent deletes
+// through an admin driver on that prefix, and cleanup flushes the prefix.
+func realHarness(url string, evicting bool, wait time.Duration) (drivertest.Harness, func(), error) {
+	addr, err := parseRealURL(url)
+	if err != nil {
+		return drivertest.Harness{}, nil, err
 	}
 	prefix := fmt.Sprintf("storesim-certify/%d/", time.Now().UnixNano())
-	admin, err := redisdriver.New(redisdriver.Config{Addr: addr, Prefix: prefix})
+	admin, err := newRealDriver(url, addr, prefix, drivers.Capabilities{})
 	if err != nil {
 		return drivertest.Harness{}, nil, fmt.Errorf("%s: %w", url, err)
 	}
@@ -148,7 +147,7 @@ func redisHarness(url string, evicting bool, wait time.Duration) (drivertest.Har
 		ExternalStore: true, // the server, not a simulated store, is the truth
 		Evicting:      evicting,
 		New: func(env drivertest.Env) (drivers.Driver, error) {
-			return redisdriver.New(redisdriver.Config{Addr: addr, Prefix: prefix})
+			return newRealDriver(url, addr, prefix, drivers.Capabilities{})
 		},
 		MakeAbsent: func(key string) error {
 			c, cancel := ctx()

@@ -29,7 +29,7 @@ func TestCertifyCommand(t *testing.T) {
 		{"unknown-rule", []string{"certify", "--driver", "memory", "--rule", "D-NOPE"}, 2, "", `unknown rule group "D-NOPE"`},
 		{"bad-redis", []string{"certify", "--driver", "redis://nohost"}, 2, "", "want redis://HOST:PORT"},
 		{"unreachable-redis", []string{"certify", "--driver", "redis://127.0.0.1:1", "--wait", "200ms"}, 2, "", "127.0.0.1:1"},
-		{"evicting-memory", []string{"certify", "--driver", "memory", "--evicting"}, 2, "", "redis:// drivers only"},
+		{"evicting-memory", []string{"certify", "--driver", "memory", "--evicting"}, 2, "", "memcached:// and redis:// drivers only"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

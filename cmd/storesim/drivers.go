@@ -21,6 +21,6 @@ func driversCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	for _, n := range registry.Names() {
 		fmt.Fprintln(stdout, n)
 	}
-	fmt.Fprintln(stdout, "# also redis://HOST:PORT (a real Redis or Valkey server): accepted by certify and run (real time: a seed replays the workload, not the interleaving); replay, shrink and scenario simulate their drivers and refuse it")
+	fmt.Fprintln(stdout, "# also redis://HOST:PORT (a real Redis or Valkey server) and memcached://HOST:PORT (a real memcached): accepted by certify and run (real time: a seed replays the workload, not the interleaving); replay, shrink and scenario simulate their drivers and refuse them")
 	return exitPass
 }

@@ -6,8 +6,9 @@
 //	storesim run      [--driver NAME] [--seeds START:COUNT|random] [--budget D] [--shard I/N]
 //	                  [--profile calm|default|evicting] [--ops N] [--workers N] [--json]
 //	                  [--out DIR] [--check-determinism] [-v]
-//	storesim run      --driver redis://HOST:PORT [--seeds …] [--stretch N] [--wait D]
+//	storesim run      --driver redis://HOST:PORT|memcached://HOST:PORT [--seeds …] [--stretch N] [--wait D]
 //	                  (real time: a seed replays the workload, not the interleaving)
+//	storesim merge    [--json] [-v] FILE…   (the run --json output of shards)
 //	storesim replay   --seed N [--driver NAME] [--profile P] [--ops N] | FILE|DIR
 //	                  [--viz FILE] [--save FILE] [--json]
 //	storesim shrink   --seed N [--driver NAME] [--profile P] [--ops N] | FILE|DIR
@@ -103,6 +104,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"run", "run a seed swarm (the main job)", runCmd},
+		{"merge", "fold the run --json output of shards (--shard I/N) into one verdict", mergeCmd},
 		{"replay", "replay a seed or a saved op log bit-identically, with its failure report", replayCmd},
 		{"shrink", "minimize a failing seed or op log to a small op log that fails the same way", shrinkCmd},
 		{"drivers", "list every driver name", driversCmd},

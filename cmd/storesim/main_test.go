@@ -100,7 +100,7 @@ func TestExitCodes(t *testing.T) {
 		{"redis-determinism", false, []string{"run", "--driver", "redis://127.0.0.1:1", "--check-determinism"}, 2, "a seed replays the workload, not the interleaving"},
 		{"redis-max-steps", false, []string{"run", "--driver", "redis://127.0.0.1:1", "--max-steps", "9"}, 2, "without scheduler steps"},
 		{"redis-stretch", false, []string{"run", "--driver", "redis://127.0.0.1:1", "--stretch", "-1"}, 2, "--stretch -1"},
-		{"stretch-simulated", false, []string{"run", "--stretch", "2"}, 2, "apply to redis:// drivers only"},
+		{"stretch-simulated", false, []string{"run", "--stretch", "2"}, 2, "apply to memcached:// and redis:// drivers only"},
 		{"replay-redis", false, []string{"replay", "--seed", "1", "--driver", "redis://localhost:6379"}, 2, "cannot run in the simulator"},
 		{"unknown-profile", false, []string{"run", "--profile", "loud"}, 2, `unknown profile "loud"`},
 		{"bad-ops", false, []string{"run", "--ops", "0"}, 2, "--ops 0"},

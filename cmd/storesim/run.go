@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/storesim/storesim/drivers"
-	"github.com/storesim/storesim/drivers/redisdriver"
 	"github.com/storesim/storesim/fuzz/engine"
 	"github.com/storesim/storesim/fuzz/registry"
 	"github.com/storesim/storesim/fuzz/workload"
@@ -73,15 +72,16 @@ func checkDriver(name string) error {
 			return nil
 		}
 	}
-	if strings.HasPrefix(name, redisScheme) {
+	if isRealStore(name) {
 		return usagef("--driver %s: a real store cannot run in the simulator (replay, shrink, scenario); storesim run --driver %s runs it in real time", name, name)
 	}
 	return usagef("--driver: unknown driver %q (known: %s)", name, strings.Join(registry.Names(), ", "))
 }
 
-// realFlags are run's flags for a real store (--driver redis://HOST:PORT).
+// realFlags are run's flags for a real store (--driver redis://HOST:PORT or
+// memcached://HOST:PORT).
 // The run is then engine.RunReal: the seed's workload in real time against
-// the Redis driver, one seed after another unless --workers says otherwise
+// its driver, one seed after another unless --workers says otherwise
 // (each seed has its own key prefix, so parallel seeds never see each
 // other's keys; they only skew each other's timing).
 type realFlags struct {
@@ -91,21 +91,21 @@ type realFlags struct {
 }
 
 func (f *realFlags) register(fs *flag.FlagSet) {
-	fs.Float64Var(&f.stretch, "stretch", 0, fmt.Sprintf("redis:// only: issue each op at STRETCH × its virtual time (default %d; 1 is the most concurrent, and most attempts are then cancelled by the closing shutdowns)", engine.DefaultStretch))
-	fs.DurationVar(&f.wait, "wait", 0, "redis:// only: how long after the last op every endpoint's shutdown may take; longer is a liveness failure (default 10s)")
+	fs.Float64Var(&f.stretch, "stretch", 0, fmt.Sprintf("redis:// and memcached:// only: issue each op at STRETCH × its virtual time (default %d; 1 is the most concurrent, and most attempts are then cancelled by the closing shutdowns)", engine.DefaultStretch))
+	fs.DurationVar(&f.wait, "wait", 0, "redis:// and memcached:// only: how long after the last op every endpoint's shutdown may take; longer is a liveness failure (default 10s)")
 }
 
 // refuse rejects the real-time flags for a simulated driver.
 func (f *realFlags) refuse(fs *flag.FlagSet) error {
 	if wasSet(fs, "stretch") || wasSet(fs, "wait") {
-		return usagef("--stretch and --wait apply to redis:// drivers only")
+		return errRealOnly("--stretch and --wait")
 	}
 	return nil
 }
 
 // config validates the flags of a real-time run into a harness config.
 func (f *realFlags) config(g *genFlags, fs *flag.FlagSet) (engine.Config, error) {
-	addr, err := parseRedisURL(g.driver)
+	addr, err := parseRealURL(g.driver)
 	if err != nil {
 		return engine.Config{}, err
 	}
@@ -128,19 +128,10 @@ func (f *realFlags) config(g *genFlags, fs *flag.FlagSet) (engine.Config, error)
 	return engine.Config{Driver: g.driver, Profile: p, Ops: g.ops, LinTimeout: g.linTimeout}, nil
 }
 
-// parseRedisURL reads redis://HOST:PORT.
-func parseRedisURL(url string) (string, error) {
-	addr := strings.TrimPrefix(url, redisScheme)
-	if addr == "" || strings.ContainsAny(addr, "/ ") || !strings.Contains(addr, ":") {
-		return "", usagef("--driver %q: want redis://HOST:PORT", url)
-	}
-	return addr, nil
-}
-
 // ping connects once, so an unreachable server is one error line (exit 2)
 // rather than a harness error per seed.
 func (f *realFlags) ping() error {
-	d, err := redisdriver.New(redisdriver.Config{Addr: f.addr})
+	d, err := newRealDriver(f.url, f.addr, "", drivers.Capabilities{})
 	if err != nil {
 		return fmt.Errorf("%s: %w", f.url, err)
 	}
@@ -157,19 +148,19 @@ func (f *realFlags) effectiveStretch() float64 {
 	return f.stretch
 }
 
-// rd is the Redis driver of one seed's run: every endpoint's driver on a
+// rd is the real store's driver of one seed's run: every endpoint's driver on a
 // fresh key prefix (storesim-run/<seed>/<nanotime>/) with the endpoint's
 // capabilities, and a cleanup that deletes the prefix's keys.
 func (f *realFlags) rd(seed uint64) engine.RealDriver {
-	addr := f.addr
+	addr, url := f.addr, f.url
 	prefix := fmt.Sprintf("storesim-run/%d/%d/", seed, time.Now().UnixNano())
 	return engine.RealDriver{
 		Name: f.url, Stretch: f.stretch, Wait: f.wait,
 		New: func(_ string, env registry.Env) (drivers.Driver, error) {
-			return redisdriver.New(redisdriver.Config{Addr: addr, Prefix: prefix, Caps: env.Caps})
+			return newRealDriver(url, addr, prefix, env.Caps)
 		},
 		Cleanup: func(ctx context.Context) error {
-			admin, err := redisdriver.New(redisdriver.Config{Addr: addr, Prefix: prefix})
+			admin, err := newRealDriver(url, addr, prefix, drivers.Capabilities{})
 			if err != nil {
 				return err
 			}
@@ -182,7 +173,7 @@ func (f *realFlags) rd(seed uint64) engine.RealDriver {
 type runOpts struct {
 	gen         genFlags
 	cfg         engine.Config
-	real        realFlags // a redis:// driver: the run is in real time
+	real        realFlags // a redis:// or memcached:// driver: the run is in real time
 	seeds       seedSpec
 	shard       shard
 	budget      time.Duration
@@ -201,7 +192,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	seeds := fs.String("seeds", "0:1000", "seeds to run: START:COUNT, or random (fresh seeds until --budget ends)")
 	shardFlag := fs.String("shard", "0/1", "run part I of N (0-based) of the seed range; N machines with I = 0…N-1 cover it exactly once")
 	fs.DurationVar(&o.budget, "budget", 0, "stop starting seeds after this long (default 10m with --seeds random, none otherwise)")
-	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "seeds run in parallel (results and output do not depend on it; redis:// runs default to 1)")
+	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "seeds run in parallel (results and output do not depend on it; redis:// and memcached:// runs default to 1)")
 	fs.BoolVar(&o.json, "json", false, "JSON Lines on stdout: one record per seed, then a summary record")
 	fs.StringVar(&o.out, "out", "", "write one folder per failing seed here (oplog.txt, report.txt, porcupine.html, repro.txt)")
 	fs.BoolVar(&o.determinism, "check-determinism", false, "run every seed twice; any trace-hash difference fails (exit 1)")
@@ -212,7 +203,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = usagef("unexpected argument %q (run takes only flags)", pos[0])
 	}
 	if err == nil {
-		if strings.HasPrefix(o.gen.driver, redisScheme) {
+		if isRealStore(o.gen.driver) {
 			o.cfg, err = o.real.config(&o.gen, fs)
 		} else if err = o.real.refuse(fs); err == nil {
 			o.cfg, err = o.gen.config()

@@ -40,20 +40,31 @@ type seedRecord struct {
 // summaryRecord is the last JSON line. It holds no timing, so two runs of
 // the same seeds print identical bytes.
 type summaryRecord struct {
-	Type         string `json:"type"` // "summary"
-	Driver       string `json:"driver"`
-	Profile      string `json:"profile"`
-	Ops          int    `json:"ops"`
-	Seeds        int    `json:"seeds"`
-	Passed       int    `json:"passed"`
-	Failed       int    `json:"failed"`
-	Safety       int    `json:"safety"`
-	Liveness     int    `json:"liveness"`
-	Unknown      int    `json:"unknown"`
-	HarnessError int    `json:"harness_error"`
-	Determinism  int    `json:"determinism_mismatch"`
-	Interrupted  bool   `json:"interrupted,omitempty"` // budget or Ctrl-C ended a range early
-	Exit         int    `json:"exit"`
+	Type    string `json:"type"` // "summary"
+	Driver  string `json:"driver"`
+	Profile string `json:"profile"`
+	Ops     int    `json:"ops"`
+	// Range is the --seeds value of the whole swarm (START:COUNT, or
+	// random) and Shard the --shard I/N this run covered of it, so that
+	// storesim merge can tell a missing or duplicated shard.
+	Range            string `json:"range"`
+	Shard            string `json:"shard"`
+	CheckDeterminism bool   `json:"check_determinism,omitempty"`
+	Seeds            int    `json:"seeds"`
+	Passed           int    `json:"passed"`
+	Failed           int    `json:"failed"`
+	Safety           int    `json:"safety"`
+	Liveness         int    `json:"liveness"`
+	Unknown          int    `json:"unknown"`
+	HarnessError     int    `json:"harness_error"`
+	Determinism      int    `json:"determinism_mismatch"`
+	// Classes counts the seeds per class (pass, contract, memory, …:
+	// the seed records' class field).
+	Classes     map[string]int `json:"classes"`
+	Interrupted bool           `json:"interrupted,omitempty"` // budget or Ctrl-C ended a range early
+	// Shards is set by storesim merge: how many shard files it folded.
+	Shards int `json:"shards,omitempty"`
+	Exit   int `json:"exit"`
 }
 
 // classOf names the check of SPEC §5 that failed first: linearizability,
@@ -106,7 +117,8 @@ type tally struct {
 
 func newTally(o *runOpts, src *seedSource, stdout, stderr io.Writer) *tally {
 	t := &tally{o: o, stdout: stdout, stderr: stderr, enc: json.NewEncoder(stdout), start: time.Now()}
-	t.sum = summaryRecord{Type: "summary", Driver: o.cfg.Driver, Profile: string(o.cfg.Profile), Ops: o.cfg.Ops}
+	t.sum = summaryRecord{Type: "summary", Driver: o.cfg.Driver, Profile: string(o.cfg.Profile), Ops: o.cfg.Ops,
+		Range: o.seeds.String(), Shard: fmt.Sprintf("%d/%d", o.shard.i, o.shard.n), CheckDeterminism: o.determinism, Classes: map[string]int{}}
 	if isTerminal(stderr) {
 		t.bar = &progress{w: stderr, total: int(src.count)} // 0 for random seeds
 	}
@@ -142,6 +154,10 @@ func (t *tally) add(oc outcome) {
 		s.Passed++
 	}
 	rec := record(r)
+	if s.Classes == nil { // a tally made without newTally (tests)
+		s.Classes = map[string]int{}
+	}
+	s.Classes[rec.Class]++
 	if mismatch {
 		rec.SecondTraceHash = fmt.Sprintf("%016x", oc.second.TraceHash)
 	}

@@ -221,13 +221,15 @@ func (ep *Endpoint) Register() error {
 	if ep.opts.Model && ep.opts.Sched != nil {
 		ep.Ref = refine.New(refine.Config{Endpoint: ep.Name, Clock: ep.opts.RT, Seed: ep.opts.Seed})
 		d = ep.Ref.Wrap(d)
+		ref, owner := ep.Ref, ep.Lender.OnChange
+		cfg.OnChange = func(a *backend.Attempt) { ref.Notified(a); owner(a) }
 	}
 	ep.Backend, ep.RegErr = backend.New(ep.opts.RT, d, ep.Regions, cfg)
 	if ep.Backend == nil {
 		return &EndpointError{ErrBackend, ep.RegErr}
 	}
 	if ep.Ref != nil {
-		ep.Ref.SetBackend(ep.Backend.Capabilities(), ep.Backend.Config(), ep.Backend.Stats)
+		ep.Ref.SetBackend(ep.Backend.Capabilities(), cfg, ep.Backend.Config(), ep.Backend.Stats)
 	}
 	if s := ep.opts.Sched; s != nil {
 		s.AddPending(ep.Name+"/backend", ep.Backend.Pending)

@@ -132,10 +132,15 @@ func Plan(seed uint64, cfg Config) *workload.Log {
 			// A registration that fails, and whose rollback fails too, leaves
 			// regions in doubt (D-TOG-2): rare in the swarm's mix, so one
 			// endpoint in ten is given registration trouble on purpose.
-			if sim.NewRand(sim.SubSeed(seed, "faults/registration/"+endpoint)).Chance(0.1) {
-				m.TogetherFail, m.RollbackFail = 0.5, 0.8
-			}
 			lines := swarmLies(seed, endpoint)
+			if reg := sim.NewRand(sim.SubSeed(seed, "faults/registration/"+endpoint)); reg.Chance(0.1) {
+				m.TogetherFail, m.RollbackFail = 0.5, 0.8
+				// Half the time the driver's shutdown labels are lost too: the
+				// backend must then name its regions in doubt itself (B-SHUT).
+				if reg.Chance(0.5) {
+					lines = append(lines, "fault lie-shutdown-labels rate=1")
+				}
+			}
 			if mix := m.String(); mix != "" {
 				lines = append(strings.Split(strings.TrimSpace(mix), "\n"), lines...)
 			}

@@ -32,6 +32,7 @@ type Lies struct {
 	SubmitPanics    float64 // per Submit: the call runs, then Submit panics
 	RegisterUnknown float64 // per Register: registered, the backend hears an unknown error
 	TogetherShort   float64 // per RegisterTogether: registered, one handle fewer
+	ShutdownLabels  float64 // per Shutdown: the driver's labels are lost (the backend must name what it knows is held)
 	_               struct{}
 }
 
@@ -46,6 +47,7 @@ var lieKinds = []struct {
 	{"lie-submit-panics", func(l *Lies) *float64 { return &l.SubmitPanics }},
 	{"lie-register-unknown", func(l *Lies) *float64 { return &l.RegisterUnknown }},
 	{"lie-together-short", func(l *Lies) *float64 { return &l.TogetherShort }},
+	{"lie-shutdown-labels", func(l *Lies) *float64 { return &l.ShutdownLabels }},
 }
 
 // IsLie reports whether a fault line is a lie ("fault lie-… rate=R").
@@ -105,7 +107,7 @@ func swarmLies(seed uint64, endpoint string) []string {
 	for _, k := range lieKinds {
 		if r.Chance(0.3) {
 			rate := []float64{0.01, 0.03, 0.1}[r.Intn(3)]
-			if strings.HasPrefix(k.name, "lie-register") || strings.HasPrefix(k.name, "lie-together") {
+			if strings.HasPrefix(k.name, "lie-register") || strings.HasPrefix(k.name, "lie-together") || strings.HasPrefix(k.name, "lie-shutdown") {
 				rate = []float64{0.3, 0.6, 1}[r.Intn(3)] // one registration per endpoint: a lie there must be likely
 			}
 			out = append(out, fmt.Sprintf("fault %s rate=%g", k.name, rate))
@@ -172,8 +174,14 @@ func (l *liar) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error)
 	return c, nil
 }
 
-func (l *liar) Drain() drivers.DrainStatus            { return l.d.Drain() }
-func (l *liar) Shutdown(ctx context.Context) []string { return l.d.Shutdown(ctx) }
+func (l *liar) Drain() drivers.DrainStatus { return l.d.Drain() }
+func (l *liar) Shutdown(ctx context.Context) []string {
+	labels := l.d.Shutdown(ctx)
+	if len(labels) > 0 && l.r.Chance(l.mix.ShutdownLabels) {
+		return nil
+	}
+	return labels
+}
 
 type togetherLiar struct {
 	*liar

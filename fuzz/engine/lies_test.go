@@ -33,6 +33,7 @@ op at=90us shutdown A
 		{"lie-submit-panics", "memory", 1, 2},
 		{"lie-register-unknown", "memory", 0, 0},
 		{"lie-together-short", "together", 0, 0},
+		{"lie-shutdown-labels", "memory", 2, 2}, // the backend names what it holds itself
 	} {
 		t.Run(c.lie, func(t *testing.T) {
 			repro := "(repro: go test ./fuzz/engine -run 'TestLies/" + c.lie + "')"

@@ -7,7 +7,7 @@
 //	0 runtime    sim, sim/arena, sim/realtime              the contract at most
 //	1 backend    backend, backend/realwait, backendtest    the code under test: contract and runtime only
 //	1 drivers    drivers/memdriver, drivers/redisdriver, … store drivers: contract and runtime only
-//	2 broken     broken, broken/redisbroken                planted driver bugs: wrappers around drivers, hooks
+//	2 broken     broken, broken/redisbroken, …             planted driver bugs: wrappers around drivers, hooks
 //	3 oracles    model, model/lender, drivers/monitor, …   judge the backend and the drivers
 //	4 engine     fuzz/workload, fuzz/engine, fuzz/shrink,  op log, generator, endpoint builder,
 //	             fuzz/registry, fuzz                       run function, one Check, shrinker

@@ -24,14 +24,16 @@ var layer = map[string]int{
 	"sim/arena":     0,
 	"sim/realtime":  0,
 
-	"backend":             1,
-	"backend/realwait":    1,
-	"backend/backendtest": 1,
-	"drivers/memdriver":   1,
-	"drivers/redisdriver": 1,
+	"backend":                1,
+	"backend/realwait":       1,
+	"backend/backendtest":    1,
+	"drivers/memdriver":      1,
+	"drivers/redisdriver":    1,
+	"drivers/memcachedriver": 1,
 
-	"broken":             2,
-	"broken/redisbroken": 2,
+	"broken":                 2,
+	"broken/redisbroken":     2,
+	"broken/memcachedbroken": 2,
 
 	"model":                     3,
 	"model/lender":              3,
@@ -45,6 +47,7 @@ var layer = map[string]int{
 	"fuzz/engine":   4,
 	"fuzz/shrink":   4,
 	"fuzz":          4,
+	"fuzz/machine":  4,
 
 	"scenarios":             5,
 	"drivers/drivertest":    5,
@@ -52,6 +55,8 @@ var layer = map[string]int{
 	"broken/zoo/realhunt":   5,
 	"broken/zoo/realstress": 5,
 	"cmd/storesim":          5,
+	"fuzz/targets":          5,
+	"fuzz/fuzztool":         5,
 	"internal/layers":       5,
 }
 

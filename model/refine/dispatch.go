@@ -61,6 +61,7 @@ func keysOf(rows []drivers.Row) []string {
 }
 
 func (m *Model) lookedUp(keys []string, present []bool, err error) {
+	m.count.Lookups++
 	if err == nil && len(present) != len(keys) {
 		err = fmt.Errorf("%d answers for %d keys", len(present), len(keys))
 	}
@@ -90,11 +91,12 @@ func (m *Model) lookedUp(keys []string, present []bool, err error) {
 	if len(present) != len(b.rows) {
 		b.present = make([]bool, len(b.rows))
 	}
-	if b.a.dir == drivers.Publish {
-		for i, r := range b.rows {
-			if b.present[i] {
-				b.a.served[r.Position] = true // present: served without a put
-			}
+	for i, r := range b.rows {
+		switch {
+		case b.a.dir == drivers.Publish && b.present[i]:
+			b.a.served[r.Position] = true // present: served without a put
+		case b.a.dir == drivers.Fetch && !b.present[i]:
+			b.a.missed++ // absent: a miss, never fetched
 		}
 	}
 	m.pending = &lookup{b: b, present: b.present}
@@ -154,6 +156,7 @@ func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.
 	c := &call{b: b, rows: rows, acc: drivers.AccessPending}
 	if dc != nil && err == nil {
 		c.id = dc.ID()
+		m.count.Calls++
 	}
 	b.call, b.phase = c, calling
 	switch {
@@ -162,6 +165,7 @@ func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.
 		fallthrough
 	case err != nil && !nothingEscaped(err):
 		c.stuck, c.acc = true, drivers.AccessUnprovable // D-SUB-2: the rows may be touched
+		m.count.UnprovableTotal++
 		c.folded = true
 		a.failCause = fmt.Sprintf("Submit failed (%v): the rows are UNPROVABLE", err)
 	case err != nil:
@@ -188,6 +192,9 @@ func (m *Model) readResults(c *call, res []drivers.Status) {
 	if len(res) != len(c.rows) {
 		// D-STATUS: a wrong number of results is a whole-call failure.
 		c.stuck, c.folded = true, true
+		if c.acc == drivers.AccessPending {
+			m.count.UnprovableTotal++
+		}
 		if c.acc != drivers.AccessEnded {
 			c.acc = drivers.AccessUnprovable
 		}
@@ -227,6 +234,7 @@ func (m *Model) readResults(c *call, res []drivers.Status) {
 		case s == drivers.Miss && a.dir == drivers.Publish:
 			declined = append(declined, r)
 		case s == drivers.Miss:
+			a.missed++
 		default:
 			a.failCause = fmt.Sprintf("call %d row %d (key %q) is %v", c.id, i, r.Key, s)
 			declined = nil
@@ -255,6 +263,9 @@ func (m *Model) answerRecheck(c *call, keys []string, present []bool, err error)
 	for i, r := range c.recheckRows {
 		if present[i] && r.Position >= 0 && r.Position < len(a.served) {
 			a.served[r.Position] = true // raced: someone else's object is there
+			a.raced++
+		} else {
+			a.declined++
 		}
 	}
 }
@@ -265,6 +276,9 @@ func (m *Model) readAccess(c *call, acc drivers.Access) {
 	m.touch(c.b.a)
 	if c.stuck || c.acc == acc || !c.acc.CanBecome(acc) {
 		return // a stuck call stays UNPROVABLE whatever the driver says later
+	}
+	if acc == drivers.AccessUnprovable {
+		m.count.UnprovableTotal++
 	}
 	c.acc = acc
 }

@@ -32,11 +32,14 @@ type Config struct {
 // Model is the reference model of one endpoint's backend. It is stepped from
 // the simulation's single goroutine and is not safe for concurrent use.
 type Model struct {
-	cfg   Config
-	caps  drivers.Capabilities
-	bcfg  backend.Config
-	stats func() backend.Stats
-	ready bool
+	cfg  Config
+	caps drivers.Capabilities
+	bcfg backend.Config
+
+	declared     drivers.Capabilities // what the driver under the tap declares
+	haveDeclared bool
+	stats        func() backend.Stats
+	ready        bool
 
 	bindings  []*binding
 	inDoubt   []string
@@ -52,6 +55,8 @@ type Model struct {
 	recheck *call   // a publish call whose declined rows must be looked up next
 
 	shut shutState
+
+	count backend.Stats // the counters Stats must show (its gauges are judged apart)
 
 	dirty  bool // a fact arrived since the last step was judged
 	qdirty bool // ... since the last quiescent point was judged
@@ -84,18 +89,25 @@ type attempt struct {
 	batches []*batch
 	served  []bool // by view position
 
-	state      backend.State // last committed state seen (Pending until then)
-	failCause  string        // a definite failure the backend has seen
-	maybeFail  string        // a failure the backend may have acted on early
-	cancelAsk  bool          // Cancel or Shutdown asked while Pending
-	askNow     bool          // the Cancel being judged found it Pending
-	unprovable bool          // sticky: the model's access was UNPROVABLE
-	expectFail bool          // failed at admission (unregistered row)
-	done       bool          // committed and access ENDED: nothing more to judge
-	touched    bool          // seen in this step
-	stopDue    bool          // committed Failed or Cancelled in this step
-	noRoom     string        // why B-BOUND refuses it at admission ("" if it fits)
-	bad        string        // why the view is malformed ("" if it is not)
+	state       backend.State  // last committed state seen (Pending until then)
+	failCause   string         // a definite failure the backend has seen
+	maybeFail   string         // a failure the backend may have acted on early
+	cancelAsk   bool           // Cancel or Shutdown asked while Pending
+	askNow      bool           // the Cancel being judged found it Pending
+	unprovable  bool           // sticky: the model's access was UNPROVABLE
+	expectFail  bool           // failed at admission (unregistered row)
+	done        bool           // committed and access ENDED: nothing more to judge
+	touched     bool           // seen in this step
+	stopDue     bool           // committed Failed or Cancelled in this step
+	noRoom      string         // why B-BOUND refuses it at admission ("" if it fits)
+	missed      int            // fetch rows not served: absent at lookup, or MISS
+	noted       bool           // an OnChange report arrived
+	notedState  backend.State  // ... and showed this outcome
+	notedAccess drivers.Access // ... and this access
+	noteChecked bool           // done, and its last report was judged
+	declined    int            // publish rows declined, then absent at the second lookup
+	raced       int            // publish rows declined, then present (served)
+	bad         string         // why the view is malformed ("" if it is not)
 }
 
 type phase uint8
@@ -144,8 +156,44 @@ func New(cfg Config) *Model {
 
 // SetBackend gives the model the backend's effective configuration, the
 // driver's capabilities and the backend's gauges.
-func (m *Model) SetBackend(caps drivers.Capabilities, cfg backend.Config, stats func() backend.Stats) {
-	m.caps, m.bcfg, m.stats, m.ready = caps, cfg, stats, true
+//
+// asked is the configuration the backend was given: the model applies the
+// contract's defaults to its zero fields itself and judges by that, and a
+// backend that runs with other bounds (got, its Config()) or other
+// capabilities (its Capabilities(), against the driver's declaration) is
+// found out at once (B-BOUND).
+func (m *Model) SetBackend(caps drivers.Capabilities, asked, got backend.Config, stats func() backend.Stats) {
+	want := withDefaults(asked)
+	m.caps, m.bcfg, m.stats, m.ready = m.declared, want, stats, true
+	if !m.haveDeclared {
+		m.caps = caps
+	}
+	if caps != m.caps {
+		m.fail(rules.BBound, nil, 0, "caps", fmt.Sprintf("the backend works with capabilities %+v, but the driver declares %+v", caps, m.caps))
+	}
+	if got.MaxCallsInFlight != want.MaxCallsInFlight || got.MaxQueuedCalls != want.MaxQueuedCalls ||
+		got.MaxUnprovable != want.MaxUnprovable || got.DrainTimeout != want.DrainTimeout {
+		m.fail(rules.BBound, nil, 0, "config", fmt.Sprintf("asked for %d in flight, %d queued, %d UNPROVABLE, drain %v (zero: the default), the backend runs with %d, %d, %d, %v",
+			want.MaxCallsInFlight, want.MaxQueuedCalls, want.MaxUnprovable, want.DrainTimeout,
+			got.MaxCallsInFlight, got.MaxQueuedCalls, got.MaxUnprovable, got.DrainTimeout))
+	}
+}
+
+// withDefaults is backend.Config's documented defaults for zero fields.
+func withDefaults(c backend.Config) backend.Config {
+	if c.MaxCallsInFlight == 0 {
+		c.MaxCallsInFlight = backend.DefaultMaxCallsInFlight
+	}
+	if c.MaxQueuedCalls == 0 {
+		c.MaxQueuedCalls = backend.DefaultMaxQueuedCalls
+	}
+	if c.MaxUnprovable == 0 {
+		c.MaxUnprovable = backend.DefaultMaxUnprovable
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = backend.DefaultDrainTimeout
+	}
+	return c
 }
 
 // Violations is what the model found so far.
@@ -297,6 +345,15 @@ func (m *Model) Admitted(av AttemptView, err error) {
 	room := ""
 	if why == "" && !a.expectFail {
 		room = a.noRoom
+	}
+	if err != nil {
+		if errors.Is(err, drivers.ErrInvalidSubmission) {
+			m.count.Invalid++
+		} else {
+			m.count.Rejected++
+		}
+	} else {
+		m.count.Attempts++
 	}
 	switch {
 	case err != nil && why == "" && room == "" && !a.expectFail:

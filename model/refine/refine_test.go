@@ -83,7 +83,8 @@ func newWorld(t *testing.T, absentIsMiss bool, inFlight int) *world {
 	w := &world{t: t, fd: fd, clock: &fakeClock{}}
 	w.m = New(Config{Endpoint: "A", Clock: w.clock})
 	w.d = w.m.Wrap(fd)
-	w.m.SetBackend(fd.caps, backend.Config{MaxCallsInFlight: inFlight, MaxQueuedCalls: 8, MaxUnprovable: 4, DrainTimeout: time.Millisecond}, nil)
+	bc := backend.Config{MaxCallsInFlight: inFlight, MaxQueuedCalls: 8, MaxUnprovable: 4, DrainTimeout: time.Millisecond}
+	w.m.SetBackend(fd.caps, bc, bc, nil)
 	h, err := w.d.Register(drivers.Region{Label: "A0", Slots: 8, SlotBytes: 4, Mem: drivers.Bytes(make([]byte, 32))})
 	if err != nil {
 		t.Fatal(err)
@@ -167,6 +168,7 @@ func TestModel(t *testing.T) {
 		w.read(w.taps[1])
 		a.out = backend.Outcome{State: backend.Delivered, Served: []bool{true, false, true}}
 		a.acc = drivers.AccessEnded
+		w.m.Notified(a) // the backend's OnChange report
 		w.step(true)
 	}
 	for _, c := range []struct {
@@ -290,6 +292,16 @@ func TestModel(t *testing.T) {
 			a.out, a.acc = backend.Outcome{State: backend.Failed, Served: []bool{true}}, drivers.AccessEnded
 			w.step(true)
 		}, rules.BFetch},
+		{"change never reported", func(w *world) {
+			v := w.view("a")
+			a := w.admit(drivers.Fetch, v)
+			c := w.submit(drivers.Fetch, v.Rows)
+			w.admitted(a)
+			c.res, c.acc = []drivers.Status{drivers.OK}, drivers.AccessEnded
+			w.read(w.taps[0])
+			a.out, a.acc = backend.Outcome{State: backend.Delivered, Served: []bool{true}}, drivers.AccessEnded
+			w.step(true) // no OnChange report: the owner never learns
+		}, rules.BAccess},
 		{"refused with room", func(w *world) {
 			w.admit(drivers.Fetch, w.view("a"))
 			w.m.Admitted(nil, backend.ErrOverCapacity)

@@ -118,6 +118,19 @@ func (m *Model) ShutdownReturned(labels []string) {
 			missing = append(missing, lbl)
 		}
 	}
+	// A call the backend names is named with what it knows of it.
+	for _, c := range m.calls {
+		if c.id == 0 || c.acc == drivers.AccessEnded {
+			continue
+		}
+		why := drivers.WhyPending
+		if c.acc == drivers.AccessUnprovable {
+			why = drivers.WhyUnprovable
+		}
+		if lbl := drivers.CallLabel(c.id, why); !slices.Contains(labels, lbl) {
+			missing = append(missing, lbl)
+		}
+	}
 	if len(missing) > 0 {
 		m.fail(rules.BShut, nil, 0, fmt.Sprintf("labels-missing/%d", len(m.found)), fmt.Sprintf("shutdown returned %q, which does not name what is still held: %s", labels, strings.Join(missing, ", ")))
 	}

@@ -101,6 +101,22 @@ func (m *Model) committedNow(a *attempt, o backend.Outcome) {
 	}
 	switch o.State {
 	case backend.Delivered:
+		m.count.Delivered++
+		for _, sv := range o.Served {
+			if sv {
+				m.count.Served++
+			}
+		}
+		m.count.Missed += uint64(a.missed)
+		m.count.Declined += uint64(a.declined)
+		m.count.Raced += uint64(a.raced)
+	case backend.Failed:
+		m.count.Failed++
+	case backend.Cancelled:
+		m.count.Cancelled++
+	}
+	switch o.State {
+	case backend.Delivered:
 		switch {
 		case a.cancelAsk:
 			m.fail(rules.BOutcome, a, 0, "delivered-cancelled", fmt.Sprintf("it was cancelled while Pending, but it is %v", o))
@@ -174,6 +190,31 @@ func (m *Model) Quiesced(avs []AttemptView, got bool) {
 	}
 }
 
+// Notified is called with every attempt the backend's Config.OnChange
+// reports: the owner of the memory learns of outcomes and access only there
+// (S-RELEASE), so the last report must show the attempt as it is.
+func (m *Model) Notified(av AttemptView) {
+	m.dirty = true
+	if a := m.byView[av]; a != nil {
+		a.noted, a.notedState, a.notedAccess = true, av.State(), av.Access()
+	}
+}
+
+// checkNoted: at a quiescent point every posted notification has run, so
+// an attempt whose outcome or access changed since its last OnChange report
+// was never reported.
+func (m *Model) checkNoted(a *attempt) {
+	st, acc := a.view.State(), a.view.Access()
+	if !a.noted && st == backend.Pending && acc == drivers.AccessPending {
+		return // nothing to report yet
+	}
+	if a.noted && a.notedState == st && a.notedAccess == acc {
+		return
+	}
+	m.fail(rules.BAccess, a, 0, "notified", fmt.Sprintf("it is %v with access %v, but the last OnChange report showed %v with access %v (the memory's owner never learns of the change)",
+		st, acc, a.notedState, a.notedAccess))
+}
+
 // Cancelling is called just before Attempt.Cancel.
 func (m *Model) Cancelling(av AttemptView) {
 	m.event()
@@ -232,19 +273,31 @@ func (m *Model) AfterStep(quiescent bool) {
 		return // nothing changed since the last quiescent point was judged
 	}
 	m.qdirty = false
-	m.compact()
 	for _, a := range m.attempts {
 		if !a.done {
 			m.judgeNow(a)
 		}
+		if !a.noteChecked {
+			m.checkNoted(a)
+			a.noteChecked = a.done // a finished attempt is checked once more, then forgotten
+		}
 	}
+	m.compact()
 	if h := m.head(); h != nil && m.inFlight() < m.bcfg.MaxCallsInFlight && !m.shut.asked {
 		m.fail(rules.BProgress, h.a, 0, "idle", fmt.Sprintf("batch %q waits to be dispatched and %d of %d in-flight slots are free, but the backend is idle",
 			keysOf(h.rows), m.bcfg.MaxCallsInFlight-m.inFlight(), m.bcfg.MaxCallsInFlight))
 	}
-	if m.stats != nil {
+	if nq := m.queued(); nq > m.bcfg.MaxQueuedCalls {
+		m.fail(rules.BBound, nil, 0, fmt.Sprintf("queued/%d", len(m.found)), fmt.Sprintf("%d batches wait to be dispatched (MaxQueuedCalls %d)", nq, m.bcfg.MaxQueuedCalls))
+	}
+	// The gauges and counters follow from everything else: judged only while
+	// nothing else was found, so a finding names its first cause.
+	if m.stats != nil && len(m.found) == 0 {
 		st := m.stats()
 		nq := m.queued()
+		if got, want := counters(st), counters(m.count); got != want {
+			m.fail(rules.BBound, nil, 0, fmt.Sprintf("counters/%d", len(m.found)), fmt.Sprintf("Stats counts %s; the attempts, calls and lookups say %s", got, want))
+		}
 		if st.InFlight != m.inFlight() || st.Queued != nq || st.Unprovable != m.unprovableCalls() || st.RetainedBytes != m.retainedBytes() {
 			m.fail(rules.BBound, nil, 0, fmt.Sprintf("stats/%d", len(m.found)), fmt.Sprintf(
 				"Stats says %d in flight, %d queued, %d UNPROVABLE, %d bytes retained; the calls say %d, %d, %d, %d",
@@ -294,4 +347,10 @@ func (m *Model) callStates(a *attempt) string {
 		}
 	}
 	return strings.Join(p, "; ")
+}
+
+// counters prints the counters of a Stats (not its gauges).
+func counters(s backend.Stats) string {
+	return fmt.Sprintf("attempts %d (delivered %d, failed %d, cancelled %d), rejected %d, invalid %d, rows served %d, missed %d, declined %d, raced %d, calls %d, lookups %d, UNPROVABLE ever %d",
+		s.Attempts, s.Delivered, s.Failed, s.Cancelled, s.Rejected, s.Invalid, s.Served, s.Missed, s.Declined, s.Raced, s.Calls, s.Lookups, s.UnprovableTotal)
 }

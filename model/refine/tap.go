@@ -11,6 +11,7 @@ import (
 // drivers.TogetherRegisterer exactly when d does.
 func (m *Model) Wrap(d drivers.Driver) drivers.Driver {
 	t := &tap{m: m, d: d}
+	m.declared, m.haveDeclared = d.Capabilities(), true
 	if tr, ok := d.(drivers.TogetherRegisterer); ok {
 		return &togetherTap{tap: t, tr: tr}
 	}
