@@ -7,9 +7,10 @@
 //
 // # Where the bugs live
 //
-// Every bug body lives in this package (plants.go). Most are wrappers
-// around the reference driver: what the caller sees of the driver and its
-// calls, the change callback it gets, the region memory the reference
+// Every bug body lives in this package: plants.go has the table of every bug,
+// the hooks and the install switch, plants_*.go the bodies by topic. Most are
+// wrappers around the reference driver: what the caller sees of the driver
+// and its calls, the change callback it gets, the region memory the reference
 // driver touches. The few whose moment lies inside a transfer step or under
 // the reference driver's lock use memdriver.Hooks, the reference driver's
 // test seam, which is nil in normal use. The reference driver itself names
@@ -21,7 +22,8 @@
 // driver registry calls it "broken:<Name>". [All] lists the specs in the
 // order of the SPEC §7 table, [Lookup] finds one by name, [New] builds one.
 // The table's last rows are field bugs: each is modelled on a bug reported
-// in a real KV-cache store or connector, named on its body in plants.go.
+// in a real KV-cache store or connector, named on its body in plants_field.go
+// (NoTogetherRollback's, a hook alone, in plants.go).
 //
 // # Making the fault fire
 //
@@ -146,7 +148,8 @@ const (
 	SilentShutdown Name = "SilentShutdown"
 
 	// The field bugs: modelled on bugs reported in real KV-cache stores and
-	// connectors (the mechanism of each is named on its body in plants.go).
+	// connectors (the mechanism of each is named on its body in plants_field.go,
+	// NoTogetherRollback's in plants.go).
 
 	// BatchKeyedByKey accepts a FETCH batch naming one key twice and keys
 	// its destination buffers by the key string, so only the last row of a
