@@ -14,19 +14,21 @@ import (
 	"github.com/storesim/storesim/drivers/rules"
 )
 
-// Profile selects the reference store model (SPEC §5.1).
-type Profile uint8
+// StoreModel selects the reference store model (SPEC §5.1): durable or
+// evicting. (The fault profile of a generated run, which picks one of them, is
+// fuzz/engine's Profile.)
+type StoreModel uint8
 
 const (
-	// Durable: a stored object stays. Per key the state is absent or one
+	// DurableStore: a stored object stays. Per key the state is absent or one
 	// value; PUBLISH OK of an absent key stores it and of a present key keeps
 	// the first value (D-SUB-4); PUBLISH MISS (declined) changes nothing and
 	// is legal in both states: present is "already there", absent is "no
 	// room" — the backend's second lookup (B-PUBLISH) tells them apart, the
 	// model does not need to; FETCH OK must return the current value; FETCH
 	// MISS requires absent.
-	Durable Profile = iota + 1
-	// Evicting: the store is a cache that may drop any key at any moment,
+	DurableStore StoreModel = iota + 1
+	// EvictingStore: the store is a cache that may drop any key at any moment,
 	// silently (the in-memory store evicts a random key after a put) — so a
 	// FETCH MISS is always legal and leaves the key absent, and a publish of
 	// a key that may have been evicted may store its value. Per key the state
@@ -36,21 +38,22 @@ const (
 	// publish of a present key still keeps the first value: once a read saw
 	// u, a read of a later-published v is legal only if u may have been
 	// evicted in between, and a read of u after v is not.
-	Evicting
+	EvictingStore
 )
 
-func (p Profile) String() string {
-	switch p {
-	case Durable:
+func (sm StoreModel) String() string {
+	switch sm {
+	case DurableStore:
 		return "durable"
-	case Evicting:
+	case EvictingStore:
 		return "evicting"
 	}
-	return fmt.Sprintf("profile(%d)", uint8(p))
+	return fmt.Sprintf("profile(%d)", uint8(sm))
 }
 
-// ErrBadProfile is returned for a Profile that is neither Durable nor Evicting.
-var ErrBadProfile = errors.New("model: unknown store profile")
+// ErrBadStoreModel is returned for a StoreModel that is neither DurableStore
+// nor EvictingStore.
+var ErrBadStoreModel = errors.New("model: unknown store profile")
 
 // step is what one operation asks of the model.
 type step uint8
@@ -72,29 +75,29 @@ type input struct {
 	op    *Op
 }
 
-// Model returns the porcupine model of the profile, partitioned by key: the
-// history handed to porcupine must be grouped by key (Check does it).
-func (p Profile) Model() (porcupine.Model, error) {
+// Model returns the porcupine model of sm, partitioned by key: the history
+// handed to porcupine must be grouped by key (Check does it).
+func (sm StoreModel) Model() (porcupine.Model, error) {
 	m := porcupine.Model{
 		Partition:                 partitionByKey,
 		DescribeOperation:         describeOperation,
 		DescribeOperationMetadata: describeMetadata,
 	}
-	switch p {
-	case Durable:
+	switch sm {
+	case DurableStore:
 		m.Init = func() any { return uint64(0) }
 		m.Step = durableStep
 		m.Equal = func(a, b any) bool { return a.(uint64) == b.(uint64) }
 		m.Hash = func(s any) uint64 { return fmix(s.(uint64)) }
 		m.DescribeState = func(s any) string { return shortValue(s.(uint64)) }
-	case Evicting:
+	case EvictingStore:
 		m.Init = func() any { return emptySet }
 		m.Step = evictingStep
 		m.Equal = func(a, b any) bool { return a.(*valueSet).equal(b.(*valueSet)) }
 		m.Hash = func(s any) uint64 { return s.(*valueSet).hash }
 		m.DescribeState = func(s any) string { return s.(*valueSet).String() }
 	default:
-		return porcupine.Model{}, fmt.Errorf("%w: %d", ErrBadProfile, uint8(p))
+		return porcupine.Model{}, fmt.Errorf("%w: %d", ErrBadStoreModel, uint8(sm))
 	}
 	return m, nil
 }
@@ -235,9 +238,9 @@ func describeMetadata(meta any) string {
 // or Unknown — a timeout (or, with Err set, a history that could not be
 // checked), which is its own outcome and never a pass.
 type CheckResult struct {
-	Outcome porcupine.CheckResult
-	Profile Profile
-	Err     error
+	Outcome    porcupine.CheckResult
+	StoreModel StoreModel
+	Err        error
 	// Info is porcupine's linearization data; HasInfo says whether it was
 	// computed (Check computes it only for an Illegal history, to keep the
 	// passing path fast; WriteVisualization computes what it needs).
@@ -262,7 +265,7 @@ func (r CheckResult) String() string {
 		return fmt.Sprintf("S-LIN %v: %v", r.Outcome, r.Err)
 	}
 	s := fmt.Sprintf("S-LIN %v (%v profile, %d ops checked over %d keys, %d dropped)",
-		r.Outcome, r.Profile, r.Checked, r.Keys, r.Dropped)
+		r.Outcome, r.StoreModel, r.Checked, r.Keys, r.Dropped)
 	if len(r.IllegalKeys) > 0 {
 		s += fmt.Sprintf(", illegal keys %q", r.IllegalKeys)
 	}
@@ -270,7 +273,7 @@ func (r CheckResult) String() string {
 }
 
 // Check runs the S-LIN check: each row result is one operation on one key,
-// checked by porcupine against the profile's model, partitioned by key. A
+// checked by porcupine against the store model sm, partitioned by key. A
 // timeout of 0 means none; a check that times out is Unknown.
 //
 // Before porcupine runs, a pre-pass drops what cannot change the verdict
@@ -289,9 +292,9 @@ func (r CheckResult) String() string {
 //
 // An ambiguous publish that is kept never returns: porcupine may place it
 // anywhere after its call, including after everything (= it never happened).
-func Check(h History, profile Profile, timeout time.Duration) CheckResult {
-	res := CheckResult{Outcome: porcupine.Unknown, Profile: profile, timeout: timeout}
-	m, err := profile.Model()
+func Check(h History, sm StoreModel, timeout time.Duration) CheckResult {
+	res := CheckResult{Outcome: porcupine.Unknown, StoreModel: sm, timeout: timeout}
+	m, err := sm.Model()
 	if err != nil {
 		res.Err = err
 		return res
@@ -301,7 +304,7 @@ func Check(h History, profile Profile, timeout time.Duration) CheckResult {
 		return res
 	}
 	res.model = m
-	res.ops, res.Dropped = prepare(h, profile)
+	res.ops, res.Dropped = prepare(h, sm)
 	res.Checked = len(res.ops)
 	res.Keys = len(partitionByKey(res.ops))
 	res.Outcome = porcupine.CheckOperationsTimeout(m, res.ops, timeout)
@@ -319,7 +322,7 @@ func Check(h History, profile Profile, timeout time.Duration) CheckResult {
 // prepare turns h into porcupine operations grouped by key (sorted), in call
 // order within a key, each on a visualization lane free at its call. It
 // drops what cannot change the verdict (see Check).
-func prepare(h History, profile Profile) ([]porcupine.Operation, int) {
+func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 	ops := append(History(nil), h...) // porcupine keeps pointers into it
 
 	// Keys by rank: the per-key facts below live in slices, and the sort
@@ -392,7 +395,7 @@ func prepare(h History, profile Profile) ([]porcupine.Operation, int) {
 		in.op, in.value = op, op.Value
 		ret := op.Return
 		switch {
-		case profile == Durable && f.firstOK != 0 && op.Call > f.firstOK &&
+		case sm == DurableStore && f.firstOK != 0 && op.Call > f.firstOK &&
 			(op.Kind == KindPublish || op.Kind == KindLookup && op.Status == drivers.OK ||
 				op.Kind == KindFetch && op.Status == drivers.OK && op.Value == f.value):
 			// Durable: once a read returned v, the key holds v for ever, so an
@@ -508,7 +511,7 @@ func (r CheckResult) Violations(seed uint64) []rules.Violation {
 	}
 	if len(r.IllegalKeys) == 0 {
 		return []rules.Violation{{Rule: rules.SLin, Class: rules.Safety, Row: -1, Seed: seed,
-			Detail: fmt.Sprintf("history not linearizable against the %v store model (the failing keys were not identified before the timeout)", r.Profile)}}
+			Detail: fmt.Sprintf("history not linearizable against the %v store model (the failing keys were not identified before the timeout)", r.StoreModel)}}
 	}
 	parts := partitionByKey(r.ops)
 	partials := r.Info.PartialLinearizations()
@@ -540,7 +543,7 @@ func (r CheckResult) Violations(seed uint64) []rules.Violation {
 		}
 		v := rules.Violation{Rule: rules.SLin, Class: rules.Safety, Row: -1, Key: key, Seed: seed,
 			Detail: fmt.Sprintf("the key's history is not linearizable against the %v store model: the longest linearization places %d of its %d operations",
-				r.Profile, len(best), len(part))}
+				r.StoreModel, len(best), len(part))}
 		if first != nil {
 			v.Call, v.Row, v.At = uint64(first.CallID), first.Row, first.ReturnAt
 			if first.Return == Never {

@@ -30,10 +30,10 @@ func cmdCheck(w *world, b *block) error {
 	idle := w.s.Idle()
 	in := engine.CheckInput{
 		Finished: idle, Idle: idle, // no callback can still come
-		At: w.s.Now(), Seed: w.seed, Profile: model.Durable, LinTimeout: linTimeout,
+		At: w.s.Now(), Seed: w.seed, StoreModel: model.DurableStore, LinTimeout: linTimeout,
 	}
 	if w.evicting {
-		in.Profile = model.Evicting
+		in.StoreModel = model.EvictingStore
 	}
 	for _, ep := range w.eps {
 		in.Endpoints = append(in.Endpoints, ep.Endpoint)

@@ -525,10 +525,10 @@ func (w *world) finish() (out []rules.Violation) {
 	in := engine.CheckInput{
 		Endpoints: []*engine.Endpoint{w.ep}, Found: found,
 		Finished: true, Idle: idle, // Shutdown returned: no callback may come (D-CB-5)
-		At: w.rt.Now(), Seed: w.seed, Profile: model.Durable, LinTimeout: linTimeout, Lin: engine.LinIfClean,
+		At: w.rt.Now(), Seed: w.seed, StoreModel: model.DurableStore, LinTimeout: linTimeout, Lin: engine.LinIfClean,
 	}
 	if w.c.h.Evicting {
-		in.Profile = model.Evicting
+		in.StoreModel = model.EvictingStore
 	}
 	if w.extPuts {
 		in.Lin = engine.LinSkip
