@@ -135,9 +135,9 @@ type Recorder struct {
 	labels   map[drivers.CallID]string
 	puts     map[callRow]int64
 	putAt    map[callRow]time.Duration // when the put of puts[cr] ran
-	extra    []Op // escaped publishes and lookups
-	escaped  int  // submits that failed with an error after which rows may have escaped
-	unread   int  // publish slots that could not be read
+	extra    []Op                      // escaped publishes and lookups
+	escaped  int                       // submits that failed with an error after which rows may have escaped
+	unread   int                       // publish slots that could not be read
 	notes    []Note
 	touches  []stampedTouch
 }
