@@ -231,6 +231,15 @@ func (m *Monitor) Contains(ctx context.Context, keys []string) ([]bool, error) {
 						Detail: "Contains answered absent for a key known present (an outage answered as absent?)"})
 				}
 			}
+			for i, k := range keys {
+				if !found[i] {
+					continue
+				}
+				if present, known := m.opts.Truth(k); known && !present {
+					m.violateLocked(rules.Violation{Rule: rules.DLook1, Row: i, Key: k,
+						Detail: fmt.Sprintf("Contains answered present for a key known absent: the answer is not this key's (one bool per key, in key order; %d keys asked)", len(keys))})
+				}
+			}
 		}
 	}
 	at := m.now()
@@ -353,6 +362,8 @@ func (m *Monitor) Shutdown(ctx context.Context) []string {
 		rule = rules.DShut1
 	}
 	callLabels, regionLabels := parseLabels(labels)
+	reasons := regionReasons(labels)
+	reporter := m.live != nil || m.bound != nil
 	named := map[drivers.Handle]drivers.CallID{} // region handle → a not-ENDED call naming it
 	for _, c := range cands {
 		if c.knownAcc == drivers.AccessEnded {
@@ -372,6 +383,9 @@ func (m *Monitor) Shutdown(ctx context.Context) []string {
 	at := m.now()
 	for i, r := range regs {
 		if regionLabels[r.r.Label] {
+			if reporter && !held[i] {
+				m.labelledReleasedLocked(rule, r, reasons[r.r.Label])
+			}
 			continue // reported held: stays live and retained
 		}
 		if id, ok := named[r.h]; ok {
