@@ -3,6 +3,7 @@ package drivertest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -61,10 +62,18 @@ type probe struct {
 
 // ruleAcc accumulates one rule group's outcome.
 type ruleAcc struct {
-	cases      int
-	seeds      []uint64
-	violations []string
-	extra      int // violations beyond the kept ones
+	cases int
+	seeds []uint64
+	// Findings filed under the group (cause.go): every one counted, the
+	// first maxShown kept of those that were their run's first cause
+	// (leads) and of the others (rest), and the swarm's first.
+	found      int
+	swarmFound int
+	leads      []string
+	rest       []string
+	swarmLine  string
+	firstRuns  int            // runs whose first cause is this group
+	after      map[string]int // runs in which it failed after another group's first cause, by that group
 	pairs      pairHits
 	ran        int
 	skipped    map[string]int // skip reason → runs
@@ -97,7 +106,7 @@ func newCertifier(h Harness, opts Options) *certifier {
 func (c *certifier) acc(rule string) *ruleAcc {
 	a := c.byRule[rule]
 	if a == nil {
-		a = &ruleAcc{skipped: map[string]int{}}
+		a = &ruleAcc{skipped: map[string]int{}, after: map[string]int{}}
 		c.byRule[rule] = a
 		c.order = append(c.order, rule)
 	}
@@ -229,7 +238,7 @@ func (c *certifier) runOne(g *group, cs *caseDef, seed uint64, directed bool) {
 	}
 	where := fmt.Sprintf("case %s/%s, %s seed %d", g.rule, cs.name, kind, seed)
 	if err != nil {
-		c.record(g.rule.String(), rules.Violation{Rule: g.rule, Class: rules.Harness, Row: -1, Seed: seed, Detail: fmt.Sprintf("cannot build the driver: %v", err)}, where)
+		c.recordRun(g.rule.String(), []rules.Violation{{Rule: g.rule, Class: rules.Harness, Row: -1, Seed: seed, Detail: fmt.Sprintf("cannot build the driver: %v", err)}}, where, false)
 		return
 	}
 	skipped := ""
@@ -245,9 +254,7 @@ func (c *certifier) runOne(g *group, cs *caseDef, seed uint64, directed bool) {
 		}()
 		cs.run(w)
 	}()
-	for _, v := range w.finish() {
-		c.record(g.rule.String(), v, where)
-	}
+	c.recordRun(g.rule.String(), w.finish(), where, false)
 	c.gaps = append(c.gaps, w.gaps...)
 	hits := w.pc.snapshot()
 	a.pairs.add(hits)
@@ -272,29 +279,6 @@ var aliases = map[rules.ID]rules.ID{
 	rules.SHold:         rules.DShut1,
 	rules.BShut:         rules.DDrain1,
 	rules.SLin:          rules.DStatus, // a row result the store model contradicts
-}
-
-// record attributes one violation: to the group its rule names, else by
-// alias, else to the group whose case found it (caseGroup, a row of the
-// report).
-func (c *certifier) record(caseGroup string, v rules.Violation, where string) {
-	target := caseGroup
-	switch {
-	case c.isGroup(v.Rule):
-		target = v.Rule.String()
-	case aliases[v.Rule] != 0:
-		target = aliases[v.Rule].String()
-	}
-	text := v.String()
-	a := c.acc(target)
-	if len(a.violations) >= 20 {
-		a.extra++
-		return
-	}
-	line := text + " (" + where + ")"
-	if !slices.Contains(a.violations, line) {
-		a.violations = append(a.violations, line)
-	}
 }
 
 func (c *certifier) isGroup(rule rules.ID) bool {
@@ -323,12 +307,16 @@ func (c *certifier) report() Report {
 	}
 	for _, rule := range c.order {
 		a := c.byRule[rule]
-		rr := RuleResult{Rule: rule, Cases: a.cases, Seeds: a.seeds, Violations: a.violations, Found: len(a.violations) + a.extra, Repro: c.repro(rule)}
+		rr := RuleResult{Rule: rule, Cases: a.cases, Seeds: a.seeds, Found: a.found, FirstCause: a.firstRuns,
+			ConsequenceOf: c.consequenceOf(rule), Repro: c.repro(rule)}
+		if len(a.after) > 0 {
+			rr.After = maps.Clone(a.after)
+		}
+		if a.found > 0 {
+			rr.Violations = a.shown()
+		}
 		if rr.Seeds == nil {
 			rr.Seeds = []uint64{}
-		}
-		if a.extra > 0 {
-			rr.Violations = append(rr.Violations, fmt.Sprintf("… and %d more", a.extra))
 		}
 		if a.pairs != (pairHits{}) {
 			for _, p := range a.pairs.list() {
@@ -339,11 +327,12 @@ func (c *certifier) report() Report {
 		}
 		reasons := skipReasons(a.skipped)
 		switch {
-		case len(a.violations) > 0:
+		case a.found > 0:
 			rr.Verdict = Fail
 			if a.ran == 0 && reasons != "" {
 				rr.Reason = "its own cases did not run (" + reasons + ") but violations were found elsewhere"
 			}
+
 		case c.probe.err != "":
 			rr.Verdict, rr.Reason = Skip, "the driver could not be built"
 		case !c.selected(rule):
