@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/storesim/storesim/drivers"
@@ -80,7 +81,8 @@ func (w *world) judgeEndedAfterError() {
 		if v.Rule == rules.DAccessEnd && faulted[drivers.CallID(v.Call)] {
 			// The finding is about the ENDED the call reported, before the
 			// late touch (D-ACCESS-END) that followed from it.
-			w.failAt(mark{at: endedAt[drivers.CallID(v.Call)]}, rules.DAccess, "call %d stopped waiting after a transport error (a row is FAULT) and reported ENDED, but its transfer touched memory afterwards: its access was UNPROVABLE (%s)", v.Call, v.Detail)
+			w.finding(mark{at: endedAt[drivers.CallID(v.Call)]}, rules.Violation{Rule: rules.DAccess, Call: v.Call, Row: -1,
+				Detail: fmt.Sprintf("the call stopped waiting after a transport error (a row is FAULT) and reported ENDED, but its transfer touched memory afterwards: its access was UNPROVABLE (%s)", v.Detail)})
 		}
 	}
 }

@@ -157,7 +157,8 @@ func (w *world) refusedCloseKept(a *arena.Arena, h drivers.Handle, err error, co
 	case errors.Is(err, drivers.ErrUnregisterFailed):
 		rule = rules.DReg4
 	}
-	w.failAt(m, rule, "Unregister of handle %d was refused (%v), yet the same memory then registered again under another label (refused before the close): the refusal did not leave the binding live", h, err)
+	w.finding(m, rules.Violation{Rule: rule, Row: -1, Region: a.Label(),
+		Detail: fmt.Sprintf("Unregister of handle %d was refused (%v), yet the same memory then registered again under another label (refused before the close): the refusal did not leave the binding live", h, err)})
 	return true
 }
 

@@ -42,7 +42,13 @@ func (w *world) mark() mark { return mark{w.rt.Now(), len(w.ep.Monitor.Detected(
 // judged later, say): in causal order it comes before whatever the monitor
 // found after m.
 func (w *world) failAt(m mark, rule rules.ID, format string, args ...any) {
-	v := rules.Violation{Rule: rule, Class: rule.Class(), Row: -1, At: m.at, Seed: w.seed, Detail: fmt.Sprintf(format, args...)}
+	w.finding(m, rules.Violation{Rule: rule, Row: -1, Detail: fmt.Sprintf(format, args...)})
+}
+
+// finding records v (its rule, where and detail; class, time and seed are
+// filled in) as a finding of the case about what happened at m.
+func (w *world) finding(m mark, v rules.Violation) {
+	v.Class, v.At, v.Seed = v.Rule.Class(), m.at, w.seed
 	w.mu.Lock()
 	w.findings = append(w.findings, v)
 	w.fmarks = append(w.fmarks, m)

@@ -68,6 +68,7 @@ func (m *Monitor) AtRest() (drivers.DrainStatus, bool) {
 		m.refresh(c)
 	}
 	m.mu.Lock()
+	unprovable := map[drivers.CallID]bool{}
 	for _, c := range m.order {
 		if c.settled {
 			continue
@@ -76,12 +77,17 @@ func (m *Monitor) AtRest() (drivers.DrainStatus, bool) {
 			m.mu.Unlock()
 			return drivers.DrainStatus{}, false
 		}
+		unprovable[c.id] = c.knownAcc == drivers.AccessUnprovable
 	}
 	m.mu.Unlock()
 	st := m.Drain()
 	if !st.Done {
+		why := "every one has ended"
+		if n := len(slices.DeleteFunc(slices.Clone(st.Pending), func(id drivers.CallID) bool { return !unprovable[id] })); n > 0 {
+			why = fmt.Sprintf("%d of them UNPROVABLE, which is evidence: the driver stopped waiting, and a proof may never come", n)
+		}
 		m.violate(rules.Violation{Rule: rules.DDrain1, Row: -1,
-			Detail: fmt.Sprintf("at rest (nothing runnable, no callback running) every call has access evidence and every row a result, yet Drain answers not done (pending %v): UNPROVABLE is evidence, and a drain that waits for what never comes is never done", st.Pending)})
+			Detail: fmt.Sprintf("at rest (nothing runnable, no callback running) every call has access evidence and every row a result, yet Drain answers not done, pending %v (%s): such a drain is never done", st.Pending, why)})
 	}
 	return st, true
 }
