@@ -216,6 +216,16 @@ var specs = []Spec{
 	{Name: DrainLies, Rule: rules.DDrain1, Fault: "drain returns with calls pending"},
 	{Name: SilentShutdown, Rule: rules.DShut1, Fault: "no labels despite a failed unregister or unprovable call",
 		Provoke: memdriver.FaultMix{WrongLength: 0.1}},
+
+	// Answers the suite once took on trust (answers.go).
+	{Name: DrainLeaksFaulted, Rule: rules.DDrain1, Fault: "a call that ended with a FAULT row stays pending in every drain",
+		Provoke: memdriver.FaultMix{RowFault: 0.2}},
+	{Name: DrainWaitsForProof, Rule: rules.DDrain1, Fault: "an UNPROVABLE call is reported pending until proven ENDED"},
+	{Name: ReleasesRetained, Rule: rules.DShut1, Fault: "shutdown closes the regions it labels retained"},
+	{Name: CancelledPublishLands, Rule: rules.DStatus, Fault: "cancel reports PUBLISH rows NOT_ATTEMPTED but lets them store"},
+	{Name: BusyCloseForgets, Rule: rules.DReg6, Fault: "a close refused as busy lets the same memory register again"},
+	{Name: FullLookupAnyPresent, Rule: rules.DLook1, Fault: "a full-size lookup answers present for every key when one is"},
+	{Name: CachesAbsence, Rule: rules.DLook2, Fault: `a key once looked up absent is answered "absent" for ever`},
 }
 
 // All lists every broken driver, in the order of the SPEC §7 table.
