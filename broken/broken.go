@@ -263,6 +263,16 @@ var specs = []Spec{
 	{Name: NoTogetherRollback, Rule: rules.DTog1, Together: true, Fault: "no rollback after a partial together-registration",
 		Provoke: memdriver.FaultMix{TogetherFail: 0.3}},
 	{Name: DoubleRegistration, Rule: rules.DReg1, Alt: rules.DReg3, Fault: "one buffer registered twice, and the pair freed twice"},
+
+	// Answers the suite once took on trust (answers.go).
+	{Name: DrainLeaksFaulted, Rule: rules.DDrain1, Fault: "a call that ended with a FAULT row stays pending in every drain",
+		Provoke: memdriver.FaultMix{RowFault: 0.2}},
+	{Name: DrainWaitsForProof, Rule: rules.DDrain1, Fault: "an UNPROVABLE call is reported pending until proven ENDED"},
+	{Name: ReleasesRetained, Rule: rules.DShut1, Fault: "shutdown closes the regions it labels retained"},
+	{Name: CancelledPublishLands, Rule: rules.DStatus, Fault: "cancel reports PUBLISH rows NOT_ATTEMPTED but lets them store"},
+	{Name: BusyCloseForgets, Rule: rules.DReg6, Fault: "a close refused as busy lets the same memory register again"},
+	{Name: FullLookupAnyPresent, Rule: rules.DLook1, Fault: "a full-size lookup answers present for every key when one is"},
+	{Name: CachesAbsence, Rule: rules.DLook2, Fault: `a key once looked up absent is answered "absent" for ever`},
 }
 
 // All lists every broken driver, in the order of the SPEC §7 table.

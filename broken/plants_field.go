@@ -190,7 +190,7 @@ func (w *driver) doubleRegistration() {
 		slices.Sort(hs) // by handle, as the reference driver keeps its table
 		return hs
 	}
-	w.register = func(r drivers.Region) (drivers.Handle, bool) {
+	w.registerAs = func(r drivers.Region) (drivers.Handle, bool) {
 		for _, h := range covering(r, 0) {
 			if w.Live(h) {
 				w.mu.Lock()
