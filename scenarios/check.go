@@ -23,7 +23,7 @@ const linTimeout = 10 * time.Second
 // liveness (only when nothing is queued), the backend's boundary checks and
 // linearizability of every row result against the store model (S-LIN). It
 // prints each violation with its rule id, or "ok".
-func cmdCheck(w *world, b *block) error {
+func cmdCheck(w *scenarioRun, b *block) error {
 	if err := w.needStore(b); err != nil {
 		return err
 	}

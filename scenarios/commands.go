@@ -41,14 +41,14 @@ func init() {
 	}
 }
 
-func (w *world) needStore(b *block) error {
+func (w *scenarioRun) needStore(b *block) error {
 	if w.s == nil {
 		return w.fail(b, "no store yet: a scenario starts with `store durable` or `store evicting`")
 	}
 	return nil
 }
 
-func (w *world) endpointArg(b *block, name string) (*endpoint, error) {
+func (w *scenarioRun) endpointArg(b *block, name string) (*endpoint, error) {
 	if err := w.needStore(b); err != nil {
 		return nil, err
 	}

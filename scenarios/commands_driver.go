@@ -16,7 +16,7 @@ import (
 // (monitored) driver, outside its backend: fresh memory, or the memory of
 // one of the endpoint's regions with over= (an overlap, D-REG-1). Every slot
 // of fresh memory is lent, so driver-submit may use it.
-func cmdDriverRegister(w *world, b *block) error {
+func cmdDriverRegister(w *scenarioRun, b *block) error {
 	ep, err := w.endpointArg(b, b.pos[0])
 	if err != nil {
 		return err
@@ -64,7 +64,7 @@ func cmdDriverRegister(w *world, b *block) error {
 	return nil
 }
 
-func cmdDriverUnregister(w *world, b *block) error {
+func cmdDriverUnregister(w *scenarioRun, b *block) error {
 	ep, err := w.endpointArg(b, b.pos[0])
 	if err != nil {
 		return err
@@ -83,7 +83,7 @@ func cmdDriverUnregister(w *world, b *block) error {
 
 // cmdDriverSubmit submits a batch straight to the endpoint's (monitored)
 // driver, as written: no cutting, no look-up, no backend checks.
-func cmdDriverSubmit(w *world, b *block) error {
+func cmdDriverSubmit(w *scenarioRun, b *block) error {
 	ep, err := w.endpointArg(b, b.pos[0])
 	if err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 // The commands that run queued events: deliver, tick and stabilize; and queue,
 // which lists them.
 
-func cmdDeliver(w *world, b *block) error {
+func cmdDeliver(w *scenarioRun, b *block) error {
 	if err := w.needStore(b); err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func cmdDeliver(w *world, b *block) error {
 	return nil
 }
 
-func cmdQueue(w *world, b *block) error {
+func cmdQueue(w *scenarioRun, b *block) error {
 	if err := w.needStore(b); err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func cmdQueue(w *world, b *block) error {
 	return nil
 }
 
-func cmdTick(w *world, b *block) error {
+func cmdTick(w *scenarioRun, b *block) error {
 	if err := w.needStore(b); err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func cmdTick(w *world, b *block) error {
 
 // cmdStabilize runs events until none is queued (or, with only=, until no
 // event of those endpoints is), then reports work still pending.
-func cmdStabilize(w *world, b *block) error {
+func cmdStabilize(w *scenarioRun, b *block) error {
 	if err := w.needStore(b); err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func cmdStabilize(w *world, b *block) error {
 // pick is the next event to run: the next queued one, or the first in run
 // order that belongs to one of the named endpoints (its driver's events are
 // labelled "memdriver/EP …", its backend's "EP/…").
-func (w *world) pick(only []string) (sim.EventInfo, bool) {
+func (w *scenarioRun) pick(only []string) (sim.EventInfo, bool) {
 	if len(only) == 0 {
 		return w.s.Next()
 	}

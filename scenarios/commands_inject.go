@@ -11,7 +11,7 @@ type faultSetter interface {
 	InjectTogetherFailure(label string)
 }
 
-func cmdInject(w *world, b *block) error {
+func cmdInject(w *scenarioRun, b *block) error {
 	ep, err := w.endpointArg(b, b.pos[0])
 	if err != nil {
 		return err

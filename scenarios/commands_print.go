@@ -3,7 +3,7 @@ package scenarios
 // The commands of what a scenario prints: stats (the backend's and the
 // lender's counters) and set touches=BOOL.
 
-func cmdStats(w *world, b *block) error {
+func cmdStats(w *scenarioRun, b *block) error {
 	ep, err := w.endpointArg(b, b.pos[0])
 	if err != nil {
 		return err
@@ -21,7 +21,7 @@ func cmdStats(w *world, b *block) error {
 	return nil
 }
 
-func cmdSet(w *world, b *block) error {
+func cmdSet(w *scenarioRun, b *block) error {
 	t, err := w.boolArg(b, "touches", w.touches)
 	if err != nil {
 		return err

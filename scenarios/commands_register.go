@@ -3,7 +3,7 @@ package scenarios
 // The register command: an endpoint defined with register=later registers its
 // backend.
 
-func cmdRegister(w *world, b *block) error {
+func cmdRegister(w *scenarioRun, b *block) error {
 	ep, err := w.endpointArg(b, b.pos[0])
 	if err != nil {
 		return err

@@ -7,7 +7,7 @@ import (
 
 // The commands of an endpoint's end: drain and shutdown.
 
-func cmdDrain(w *world, b *block) error {
+func cmdDrain(w *scenarioRun, b *block) error {
 	ep, err := w.endpointArg(b, b.pos[0])
 	if err != nil {
 		return err
@@ -25,7 +25,7 @@ func cmdDrain(w *world, b *block) error {
 	return nil
 }
 
-func cmdShutdown(w *world, b *block) error {
+func cmdShutdown(w *scenarioRun, b *block) error {
 	ep, err := w.endpointArg(b, b.pos[0])
 	if err != nil {
 		return err

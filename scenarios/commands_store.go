@@ -10,7 +10,7 @@ import (
 // The commands of the store: store (durable or evicting; the scenario's
 // scheduler and seed) and evict.
 
-func cmdStore(w *world, b *block) error {
+func cmdStore(w *scenarioRun, b *block) error {
 	if w.s != nil {
 		return w.fail(b, "store defined twice")
 	}
@@ -55,7 +55,7 @@ func cmdStore(w *world, b *block) error {
 	return nil
 }
 
-func cmdEvict(w *world, b *block) error {
+func cmdEvict(w *scenarioRun, b *block) error {
 	if err := w.needStore(b); err != nil {
 		return err
 	}

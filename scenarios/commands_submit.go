@@ -11,8 +11,8 @@ import (
 // The commands of one attempt: publish and fetch (through the backend), and
 // cancel (of an attempt, or of a raw driver-submit call).
 
-func cmdSubmit(dir drivers.Direction) func(w *world, b *block) error {
-	return func(w *world, b *block) error {
+func cmdSubmit(dir drivers.Direction) func(w *scenarioRun, b *block) error {
+	return func(w *scenarioRun, b *block) error {
 		ep, err := w.endpointArg(b, b.pos[0])
 		if err != nil {
 			return err
@@ -103,7 +103,7 @@ func objectID(name string, keys []string, i int) string {
 	return id
 }
 
-func cmdCancel(w *world, b *block) error {
+func cmdCancel(w *scenarioRun, b *block) error {
 	if err := w.needStore(b); err != nil {
 		return err
 	}
