@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/storesim/storesim/backend"
 	"github.com/storesim/storesim/drivers"
@@ -27,6 +28,31 @@ type attemptSeen struct {
 	loaned lender.LoanState
 }
 
+// attemptEvent is one thing the timeline notes of an attempt, kept as data
+// and formatted only when the run's notes are built (result.go): a passing
+// seed of the swarm pays no string formatting for it.
+type attemptEvent struct {
+	endpoint string
+	seq      int64
+	at       time.Duration
+	kind     uint8 // admitted, outcome, access, loan
+	a        *backend.Attempt
+	op       int
+	rows     int
+	batches  int
+	outcome  backend.Outcome
+	access   drivers.Access
+	loan     *lender.Loan
+	loaned   lender.LoanState
+}
+
+const (
+	evAdmitted uint8 = iota
+	evOutcome
+	evAccess
+	evLoan
+)
+
 // attemptAdmitted starts following an admitted attempt (simulated runs
 // only: the notes take their place in the recorders' shared sequence).
 func (r *run) attemptAdmitted(op int, ep *Endpoint, a *backend.Attempt, loan *lender.Loan) {
@@ -37,7 +63,7 @@ func (r *run) attemptAdmitted(op int, ep *Endpoint, a *backend.Attempt, loan *le
 		r.attempts = map[*backend.Attempt]*attemptSeen{}
 	}
 	r.attempts[a] = &attemptSeen{op: op, ep: ep, loan: loan, state: backend.Pending, access: drivers.AccessPending, loaned: lender.Lent}
-	r.note(ep.Name, TagAttempt, fmt.Sprintf("attempt %d (op %d, %v of %d rows) admitted in %d batch(es)", a.ID(), op, a.Dir(), len(a.View().Rows), a.Batches()))
+	r.event(attemptEvent{endpoint: ep.Name, kind: evAdmitted, a: a, op: op, rows: len(a.View().Rows), batches: a.Batches()})
 }
 
 // attemptChanged notes a committed outcome, an access change and the
@@ -50,28 +76,49 @@ func (r *run) attemptChanged(endpoint string, a *backend.Attempt) {
 	}
 	if st := a.State(); st != seen.state {
 		seen.state = st
-		r.note(endpoint, TagAttempt, fmt.Sprintf("attempt %d (op %d): %v", a.ID(), seen.op, a.Outcome()))
+		r.event(attemptEvent{endpoint: endpoint, kind: evOutcome, a: a, op: seen.op, outcome: a.Outcome()})
 	}
 	if acc := a.Access(); acc != seen.access {
 		seen.access = acc
-		r.note(endpoint, TagAttempt, fmt.Sprintf("attempt %d (op %d): access %v", a.ID(), seen.op, acc))
+		r.event(attemptEvent{endpoint: endpoint, kind: evAccess, a: a, op: seen.op, access: acc})
 	}
 	if seen.loan == nil {
 		return
 	}
 	if st := seen.loan.State(); st != seen.loaned {
 		seen.loaned = st
-		var slots []string
-		for _, s := range seen.loan.Slots() {
-			slots = append(slots, fmt.Sprintf("%s/%d", s.Region, s.Slot))
-		}
-		r.note(endpoint, TagLender, fmt.Sprintf("loan %d of attempt %d %s: slots %s", seen.loan.ID(), a.ID(), st, strings.Join(slots, " ")))
+		r.event(attemptEvent{endpoint: endpoint, kind: evLoan, a: a, op: seen.op, loan: seen.loan, loaned: st})
 	}
 }
 
-// note adds a run-function note at the current place in the sequence the
+// event keeps one attempt event at the current place in the sequence the
 // recorders share, without taking a number of its own (so nothing the
 // oracles order by moves).
-func (r *run) note(endpoint, tag, text string) {
-	r.attemptNotes = append(r.attemptNotes, EndpointNote{Endpoint: endpoint, Note: model.Note{Seq: r.seq.Load(), At: r.rt.Now(), Tag: tag, Text: text}})
+func (r *run) event(e attemptEvent) {
+	e.seq, e.at = r.seq.Load(), r.rt.Now()
+	r.attemptEvents = append(r.attemptEvents, e)
+}
+
+// attemptNotes formats the attempt events as notes.
+func (r *run) attemptNotes() []EndpointNote {
+	out := make([]EndpointNote, 0, len(r.attemptEvents))
+	for _, e := range r.attemptEvents {
+		var tag, text string
+		switch e.kind {
+		case evAdmitted:
+			tag, text = TagAttempt, fmt.Sprintf("attempt %d (op %d, %v of %d rows) admitted in %d batch(es)", e.a.ID(), e.op, e.a.Dir(), e.rows, e.batches)
+		case evOutcome:
+			tag, text = TagAttempt, fmt.Sprintf("attempt %d (op %d): %v", e.a.ID(), e.op, e.outcome)
+		case evAccess:
+			tag, text = TagAttempt, fmt.Sprintf("attempt %d (op %d): access %v", e.a.ID(), e.op, e.access)
+		case evLoan:
+			var slots []string
+			for _, s := range e.loan.Slots() {
+				slots = append(slots, fmt.Sprintf("%s/%d", s.Region, s.Slot))
+			}
+			tag, text = TagLender, fmt.Sprintf("loan %d of attempt %d %s: slots %s", e.loan.ID(), e.a.ID(), e.loaned, strings.Join(slots, " "))
+		}
+		out = append(out, EndpointNote{Endpoint: e.endpoint, Note: model.Note{Seq: e.seq, At: e.at, Tag: tag, Text: text}})
+	}
+	return out
 }

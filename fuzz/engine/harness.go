@@ -202,9 +202,9 @@ type run struct {
 	found []rules.Violation // what the harness itself found (a lender refusing a loan back)
 	// attempts and attemptNotes follow every attempt for the timeline
 	// (attempt.go): outcome, access and the lender's release, as notes.
-	attempts     map[*backend.Attempt]*attemptSeen
-	attemptNotes []EndpointNote
-	facts        *probeFacts // what the store did with the probes' keys (probe.go)
+	attempts      map[*backend.Attempt]*attemptSeen
+	attemptEvents []attemptEvent
+	facts         *probeFacts // what the store did with the probes' keys (probe.go)
 }
 
 type opState struct {
