@@ -83,6 +83,9 @@ type certifier struct {
 	seen   pairChances // over the case runs (the swarm's counters are never told)
 	gaps   []string
 	swarm  SwarmSummary
+	// stopped names the cases a run of which was stopped at its step cap
+	// or flooded (bounds.go): their other seeds are not run.
+	stopped map[*caseDef]string
 }
 
 func newCertifier(h Harness, opts Options) *certifier {
@@ -211,6 +214,9 @@ func (c *certifier) runCase(g *group, cs *caseDef) {
 		return
 	}
 	for i := range c.opts.Seeds {
+		if c.caseStopped(a, cs, c.opts.Seeds-i) {
+			break
+		}
 		seed := sim.SubSeed(c.opts.Seed, fmt.Sprintf("%s/%s/%d", g.rule, cs.name, i))
 		c.runOne(g, cs, seed, false)
 		a.seeds = append(a.seeds, seed)
@@ -240,14 +246,18 @@ func (c *certifier) runOne(g *group, cs *caseDef, seed uint64, directed bool) {
 					skipped = s.why
 					return
 				}
+				if _, ok := r.(stepCapHit); ok {
+					return // finish reports why (w.stopped)
+				}
 				w.fail(g.rule, "panic while running the case: %v", r)
 			}
 		}()
 		cs.run(w)
 	}()
 	for _, v := range w.finish() {
-		c.record(g.rule.String(), v, where)
+		c.recordRun(g, w, v, where)
 	}
+	c.noteStopped(cs, w, where)
 	c.gaps = append(c.gaps, w.gaps...)
 	hits := w.pc.snapshot()
 	a.pairs.add(hits)
