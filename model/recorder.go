@@ -145,6 +145,8 @@ type Recorder struct {
 	lateSeen     map[drivers.Toucher]bool // a touch after the call's ENDED was kept
 	touchDropped int                      // distinct touches beyond MaxTouches
 	firstDropped arena.Touch
+	lastTouch    arena.Touch // the latest touch seen, kept or not
+	ntouch       int64       // touches seen, kept or not
 }
 
 // The bounds of what a recorder keeps, whatever the driver does. Normal
@@ -559,6 +561,8 @@ func (r *Recorder) OnTouch(t arena.Touch) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	seq := r.cur()
+	r.lastTouch = t
+	r.ntouch++
 	k := touchKey{by: t.By, op: t.Op, region: t.Region, slot: t.Slot}
 	keep := !r.touchSeen[k]
 	if !keep && !r.lateSeen[t.By] && r.endedLocked(t.By.Call) != 0 {
@@ -597,6 +601,14 @@ func (r *Recorder) endedLocked(id drivers.CallID) int64 {
 		}
 	}
 	return 0
+}
+
+// LastTouch is the latest touch the recorder saw (kept or not), and how
+// many it saw in all; ok is false before the first.
+func (r *Recorder) LastTouch() (t arena.Touch, seen int64, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastTouch, r.ntouch, r.ntouch > 0
 }
 
 // Kept says how much the recorder keeps and dropped at its bounds:

@@ -35,8 +35,11 @@ func (c *certifier) recordRun(g *group, w *world, v rules.Violation, where strin
 	}
 }
 
-// noteStopped remembers that a run of cs was stopped, and where.
-func (c *certifier) noteStopped(cs *caseDef, w *world, where string) {
+// ranCase remembers that a run of cs was stopped, and where.
+func (c *certifier) ranCase(cs *caseDef, w *world, where string) {
+	if c.afterRun != nil {
+		c.afterRun(w)
+	}
 	if w.stopped == nil {
 		return
 	}

@@ -86,6 +86,8 @@ type certifier struct {
 	// stopped names the cases a run of which was stopped at its step cap
 	// or flooded (bounds.go): their other seeds are not run.
 	stopped map[*caseDef]string
+	// afterRun, when set, sees every case run's world after finish (tests).
+	afterRun func(w *world)
 }
 
 func newCertifier(h Harness, opts Options) *certifier {
@@ -257,7 +259,7 @@ func (c *certifier) runOne(g *group, cs *caseDef, seed uint64, directed bool) {
 	for _, v := range w.finish() {
 		c.recordRun(g, w, v, where)
 	}
-	c.noteStopped(cs, w, where)
+	c.ranCase(cs, w, where)
 	c.gaps = append(c.gaps, w.gaps...)
 	hits := w.pc.snapshot()
 	a.pairs.add(hits)

@@ -111,6 +111,16 @@ func Livelock(stop error, at time.Duration, eps []*Endpoint) rules.Violation {
 	}
 	if len(open) == 0 {
 		v.Detail = what + "; every call has access evidence, so the events themselves never end (a driver or the backend rescheduling itself without progress)"
+		for _, ep := range eps {
+			if ep == nil || ep.Recorder == nil {
+				continue
+			}
+			if t, n, ok := ep.Recorder.LastTouch(); ok && t.By.Call != 0 {
+				v.Endpoint, v.Call = ep.Name, uint64(t.By.Call)
+				v.Detail += fmt.Sprintf("; the last of %d touches of memory was by call %d: %s", n, t.By.Call, t)
+				break
+			}
+		}
 		return v
 	}
 	slices.Sort(open)

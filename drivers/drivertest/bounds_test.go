@@ -1,0 +1,207 @@
+package drivertest
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/memdriver"
+	"github.com/storesim/storesim/drivers/monitor"
+	"github.com/storesim/storesim/model"
+	"github.com/storesim/storesim/sim"
+)
+
+// Hostile drivers: the reference driver with one way of keeping a case
+// busy for ever. The suite must stop each case run at its step cap, keep
+// what it records bounded, report the run as a livelock of the case's rule
+// group naming the call, and go on with the next case.
+
+type hostileDriver struct {
+	drivers.Driver
+	rt      sim.Runtime
+	regions map[drivers.Handle]drivers.Region
+	extra   func(h *hostileDriver, c drivers.Call, b drivers.RowBatch, onChange func())
+}
+
+func (h *hostileDriver) Register(r drivers.Region) (drivers.Handle, error) {
+	hd, err := h.Driver.Register(r)
+	if err == nil {
+		h.regions[hd] = r
+	}
+	return hd, err
+}
+
+func (h *hostileDriver) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error) {
+	if h.extra == nil {
+		return h.Driver.Submit(b, onChange)
+	}
+	c, err := h.Driver.Submit(b, onChange)
+	if err == nil {
+		h.extra(h, c, b, onChange)
+	}
+	return c, err
+}
+
+// stuckCall is a call that never ends: it reschedules a check of itself,
+// for ever, and never changes (a livelock without callbacks).
+type stuckCall struct {
+	id   drivers.CallID
+	rows int
+}
+
+func (c *stuckCall) ID() drivers.CallID           { return c.id }
+func (c *stuckCall) Results() []drivers.Status    { return make([]drivers.Status, c.rows) }
+func (c *stuckCall) Access() drivers.Access       { return drivers.AccessPending }
+func (c *stuckCall) Cancel() drivers.CancelResult { return drivers.CancelRequested }
+
+// livelockDriver's Submit accepts (after the reference driver's
+// validation) and returns a call that polls itself every microsecond for
+// ever without progress.
+type livelockDriver struct {
+	hostileDriver
+	next drivers.CallID
+}
+
+func (d *livelockDriver) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error) {
+	if err := b.Validate(d.Capabilities(), func(h drivers.Handle) (drivers.Region, bool) {
+		r, ok := d.regions[h]
+		return r, ok
+	}); err != nil {
+		return nil, err
+	}
+	d.next++
+	c := &stuckCall{id: 1_000_000 + d.next, rows: len(b.Rows)}
+	var poll func()
+	poll = func() { d.rt.After(time.Microsecond, "livelock poll", poll) }
+	d.rt.Post("livelock poll", poll)
+	return c, nil
+}
+
+var hostileDrivers = []struct {
+	name string
+	new  func(h *hostileDriver) drivers.Driver
+	// what the livelock finding must say
+	says string
+}{
+	{"storm", func(h *hostileDriver) drivers.Driver {
+		h.extra = func(h *hostileDriver, _ drivers.Call, _ drivers.RowBatch, onChange func()) {
+			var tick func()
+			tick = func() { onChange(); h.rt.Post("hostile storm", tick) }
+			h.rt.Post("hostile storm", tick)
+		}
+		return h
+	}, "times without a change"},
+	{"livelock", func(h *hostileDriver) drivers.Driver { return &livelockDriver{hostileDriver: *h} }, "calls without access ENDED: dt call 1000001"},
+	{"toucher", func(h *hostileDriver) drivers.Driver {
+		h.extra = func(h *hostileDriver, c drivers.Call, b drivers.RowBatch, _ func()) {
+			r := h.regions[b.Rows[0].Handle]
+			buf := make([]byte, r.SlotBytes)
+			by := drivers.Toucher{Call: c.ID(), Row: 0}
+			var tick func()
+			tick = func() {
+				for range 8 {
+					_ = r.Mem.Read(by, r.SlotOffset(b.Rows[0].Slot), buf)
+				}
+				h.rt.After(time.Nanosecond, "hostile touch", tick)
+			}
+			h.rt.Post("hostile touch", tick)
+		}
+		return h
+	}, "touches of memory was by call"},
+}
+
+func hostileHarness(name string, mk func(h *hostileDriver) drivers.Driver) Harness {
+	return Harness{Name: "hostile:" + name, New: func(env Env) (drivers.Driver, error) {
+		d := memdriver.New(env.RT, env.Store, memdriver.Config{Name: env.Name, Caps: env.Caps})
+		return mk(&hostileDriver{Driver: d, rt: env.RT, regions: map[drivers.Handle]drivers.Region{}}), nil
+	}}
+}
+
+// worldStats is what a case run kept, read after finish.
+type worldStats struct {
+	caseName         string
+	steps            uint64
+	notes, touches   int
+	undecided        int
+	stopped          bool
+	storm            monitor.Storm
+	dropNotes, dropT int
+}
+
+// TestHostileCasesBounded: on a callback storm, a call that reschedules
+// itself for ever and a driver that touches memory for ever, every case run
+// stays within its step cap (caseSteps + finishSteps), the recorder keeps
+// at most its bounds (a repeated touch once), the certification obtains
+// less than 500 MB from the OS, the first group fails with a livelock
+// finding ("liveness", naming the call), no case is run again after one of
+// its runs was stopped, and the second group's cases still run.
+func TestHostileCasesBounded(t *testing.T) {
+	const mb = 1 << 20
+	for _, hd := range hostileDrivers {
+		t.Run(hd.name, func(t *testing.T) {
+			repro := "(repro: go test ./drivers/drivertest -run 'TestHostileCasesBounded/" + hd.name + "$')"
+			c := newCertifier(hostileHarness(hd.name, hd.new), Options{Short: true, Rules: []string{"D-STATUS", "D-REG-3"}})
+			var runs []worldStats
+			c.afterRun = func(w *world) {
+				st := worldStats{caseName: w.g.rule.String() + "/" + w.cs.name, steps: w.sched.Steps(), stopped: w.stopped != nil,
+					undecided: len(w.ep.Monitor.Undecided()), storm: w.ep.Monitor.Storm()}
+				st.notes, st.touches, st.dropNotes, st.dropT = w.ep.Recorder.Kept()
+				runs = append(runs, st)
+			}
+			var ms runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			sys0 := ms.Sys
+			c.run()
+			rep := c.report()
+			runtime.ReadMemStats(&ms)
+			if grew := ms.Sys - sys0; grew > 500*mb {
+				t.Errorf("the certification took %d MB from the OS, want under 500 %s", grew/mb, repro)
+			}
+			stopped := map[string]bool{}
+			nstopped := 0
+			for i, r := range runs {
+				if r.steps > caseSteps+finishSteps {
+					t.Errorf("run %d (%s) took %d steps, over the cap of %d %s", i, r.caseName, r.steps, caseSteps+finishSteps, repro)
+				}
+				if r.notes > model.MaxNotes || r.touches > model.MaxTouches || r.undecided > monitor.MaxUndecided+1 {
+					t.Errorf("run %d (%s) kept %d notes, %d touches, %d undecided probes: over the bounds %s", i, r.caseName, r.notes, r.touches, r.undecided, repro)
+				}
+				if hd.name == "toucher" && r.touches > 256 {
+					t.Errorf("run %d (%s) kept %d touches of a driver that repeats the same read: repeats must count once %s", i, r.caseName, r.touches, repro)
+				}
+				if stopped[r.caseName] {
+					t.Errorf("run %d: case %s ran again after one of its runs was stopped %s", i, r.caseName, repro)
+				}
+				if r.stopped {
+					stopped[r.caseName] = true
+					nstopped++
+				}
+			}
+			if nstopped == 0 {
+				t.Fatalf("no case run was stopped (%d runs) %s", len(runs), repro)
+			}
+			first, ok := rep.Rule("D-STATUS")
+			if !ok || first.Verdict != Fail {
+				t.Fatalf("D-STATUS: %+v, want fail %s", first, repro)
+			}
+			found := false
+			for _, v := range first.Violations {
+				if strings.HasPrefix(v, "liveness [liveness] call ") && strings.Contains(v, hd.says) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("D-STATUS has no livelock finding naming the call and saying %q:\n  %s %s", hd.says, strings.Join(first.Violations, "\n  "), repro)
+			}
+			if first.Cases < 2 {
+				t.Errorf("D-STATUS ran %d cases: the run did not go on after the first was stopped %s", first.Cases, repro)
+			}
+			if next, ok := rep.Rule("D-REG-3"); !ok || next.Cases == 0 || next.Verdict == Skip {
+				t.Errorf("D-REG-3, after the stopped group: %+v, want its cases run %s", next, repro)
+			}
+		})
+	}
+}
