@@ -60,6 +60,9 @@ func certifyCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	if err == nil {
 		if strings.HasPrefix(*driver, redisScheme) {
 			h, cleanup, err = redisHarness(*driver, *evicting, *wait)
+			if err == nil {
+				h.Ping = func(ctx context.Context) error { return redisPing(ctx, strings.TrimPrefix(*driver, redisScheme)) }
+			}
 		} else if err = checkDriver(*driver); err == nil {
 			h = drivertest.Registered(*driver)
 		}
@@ -79,12 +82,19 @@ func certifyCmd(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		reproFlags += " --short"
 	}
 	start := time.Now()
+	progress, progressDone := progressTo(stderr, isTerminal(stderr), *driver)
 	rep := drivertest.Certify(h, drivertest.Options{
 		Seeds: *seeds, Seed: *seed, Short: *short, Rules: rules, Wait: *wait, Version: version,
 		Repro: func(rule string) string {
 			return fmt.Sprintf("storesim certify --driver %s --rule %s%s", *driver, rule, reproFlags)
 		},
+		Progress: progress,
 	})
+	progressDone()
+	if line, ok := unreachable(rep); ok {
+		fmt.Fprintf(stderr, "storesim certify: %s\n", line)
+		return exitUsage
+	}
 	for _, r := range rules {
 		if _, ok := rep.Rule(r); !ok {
 			var known []string
@@ -132,6 +142,9 @@ func redisHarness(url string, evicting bool, wait time.Duration) (drivertest.Har
 	addr := strings.TrimPrefix(url, redisScheme)
 	if addr == "" || strings.ContainsAny(addr, "/ ") || !strings.Contains(addr, ":") {
 		return drivertest.Harness{}, nil, usagef("--driver %q: want redis://HOST:PORT", url)
+	}
+	if err := preflight(addr, wait); err != nil {
+		return drivertest.Harness{}, nil, err // before the admin client, which would wait its own dial timeout
 	}
 	prefix := fmt.Sprintf("storesim-certify/%d/", time.Now().UnixNano())
 	admin, err := redisdriver.New(redisdriver.Config{Addr: addr, Prefix: prefix})

@@ -35,11 +35,13 @@ func (c *certifier) recordRun(g *group, w *world, v rules.Violation, where strin
 	}
 }
 
-// ranCase remembers that a run of cs was stopped, and where.
-func (c *certifier) ranCase(cs *caseDef, w *world, where string) {
+// ranCase remembers that a run of cs was stopped, and where; a run that
+// failed or was skipped may be the store's doing (reach.go).
+func (c *certifier) ranCase(cs *caseDef, w *world, where string, failed bool) {
 	if c.afterRun != nil {
 		c.afterRun(w)
 	}
+	c.checkReach(failed, where)
 	if w.stopped == nil {
 		return
 	}
@@ -54,6 +56,9 @@ func (c *certifier) ranCase(cs *caseDef, w *world, where string) {
 // caseStopped reports whether cs had a run stopped; the first time it
 // counts the left seeds as skipped, with the reason.
 func (c *certifier) caseStopped(a *ruleAcc, cs *caseDef, left int) bool {
+	if c.unreachable != "" {
+		return true
+	}
 	where, ok := c.stopped[cs]
 	if !ok {
 		return false

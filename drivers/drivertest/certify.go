@@ -88,6 +88,10 @@ type certifier struct {
 	stopped map[*caseDef]string
 	// afterRun, when set, sees every case run's world after finish (tests).
 	afterRun func(w *world)
+	// unreachable is the gap of a store that stopped answering (reach.go);
+	// nothing runs after it is set. groupN counts the groups begun.
+	unreachable string
+	groupN      int
 }
 
 func newCertifier(h Harness, opts Options) *certifier {
@@ -114,6 +118,9 @@ func (c *certifier) selected(rule string) bool {
 }
 
 func (c *certifier) run() {
+	if !c.preflight() {
+		return
+	}
 	c.probe = c.probeDriver()
 	if c.probe.err != "" {
 		return
@@ -122,6 +129,10 @@ func (c *certifier) run() {
 		if !c.selected(g.rule.String()) {
 			continue
 		}
+		if c.unreachable != "" {
+			break
+		}
+		c.progress(g)
 		if why := g.needs(c.probe); why != "" {
 			c.acc(g.rule.String()).skipped[why]++
 			continue
@@ -130,7 +141,9 @@ func (c *certifier) run() {
 			c.runCase(g, &g.cases[i])
 		}
 	}
-	c.runSwarm()
+	if c.unreachable == "" {
+		c.runSwarm()
+	}
 }
 
 // probeDriver builds one driver to read its declaration.
@@ -210,6 +223,9 @@ func (c *certifier) runCase(g *group, cs *caseDef) {
 			return
 		}
 	}
+	if c.unreachable != "" {
+		return
+	}
 	c.runOne(g, cs, sim.SubSeed(c.opts.Seed, g.rule.String()+"/"+cs.name), true)
 	a.cases++
 	if cs.once {
@@ -238,6 +254,7 @@ func (c *certifier) runOne(g *group, cs *caseDef, seed uint64, directed bool) {
 	where := fmt.Sprintf("case %s/%s, %s seed %d", g.rule, cs.name, kind, seed)
 	if err != nil {
 		c.record(g.rule.String(), rules.Violation{Rule: g.rule, Class: rules.Harness, Row: -1, Seed: seed, Detail: fmt.Sprintf("cannot build the driver: %v", err)}, where)
+		c.checkReach(true, where)
 		return
 	}
 	skipped := ""
@@ -256,10 +273,11 @@ func (c *certifier) runOne(g *group, cs *caseDef, seed uint64, directed bool) {
 		}()
 		cs.run(w)
 	}()
-	for _, v := range w.finish() {
+	found := w.finish()
+	for _, v := range found {
 		c.recordRun(g, w, v, where)
 	}
-	c.ranCase(cs, w, where)
+	c.ranCase(cs, w, where, len(found) > 0 || skipped != "")
 	c.gaps = append(c.gaps, w.gaps...)
 	hits := w.pc.snapshot()
 	a.pairs.add(hits)

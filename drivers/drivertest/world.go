@@ -100,6 +100,9 @@ type callT struct {
 const linTimeout = 5 * time.Second
 
 func newWorld(c *certifier, g *group, cs *caseDef, seed uint64, directed bool) (*world, error) {
+	if err := c.beforeRun(g, cs, seed); err != nil {
+		return nil, err
+	}
 	w := &world{
 		c: c, g: g, cs: cs, seed: seed, directed: directed,
 		rnd:  sim.NewRand(sim.SubSeed(seed, "drivertest/case")),

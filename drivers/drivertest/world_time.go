@@ -23,8 +23,9 @@ const (
 	maxSimSteps = caseSteps
 )
 
-// stepCapHit unwinds a case run whose step cap ran out, or whose scheduler
-// was flooded (w.stopped says which); finish then judges what was seen.
+// stepCapHit unwinds a case run that cannot go on: its step cap ran out or
+// its scheduler was flooded (w.stopped says which), or its store stopped
+// answering (certifier.unreachable); finish then judges what was seen.
 type stepCapHit struct{}
 
 // left is how many events the case may still run; when none, it stops the
@@ -98,6 +99,7 @@ func (w *world) until(cond func() bool) bool {
 	deadline := w.rt.Now() + w.c.opts.Wait
 	for !cond() {
 		if w.rt.Now() > deadline {
+			w.c.stillAnswering(w) // a stalled store: stop the case now
 			return false
 		}
 		w.pause(time.Millisecond)
