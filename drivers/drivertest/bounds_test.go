@@ -1,7 +1,10 @@
 package drivertest
 
 import (
+	"context"
+	"errors"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -204,4 +207,65 @@ func TestHostileCasesBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStoreStopsAnswering: with Harness.Ping, a store that does not answer
+// before the certification runs nothing and leaves the one gap "store
+// unreachable: …"; one that stops answering after some case runs stops the
+// certification before the next run; one that keeps answering never stops
+// it, however the driver fails.
+func TestStoreStopsAnswering(t *testing.T) {
+	const repro = "(repro: go test ./drivers/drivertest -run '^TestStoreStopsAnswering$')"
+	harness := func(name string, ping func() error) Harness {
+		return Harness{Name: name, RealTime: true,
+			New: func(env Env) (drivers.Driver, error) {
+				return memdriver.New(env.RT, env.Store, memdriver.Config{Name: env.Name, Caps: env.Caps, Faults: env.Faults}), nil
+			},
+			Ping: func(ctx context.Context) error { return ping() },
+		}
+	}
+	unreachable := func(rep Report) string {
+		for _, g := range rep.Gaps {
+			if i := strings.Index(g, "store unreachable: "); i >= 0 {
+				return g[i:]
+			}
+		}
+		return ""
+	}
+	opts := Options{Short: true, Rules: []string{"D-STATUS", "D-ACCESS"}, Wait: 200 * time.Millisecond}
+	t.Run("dead-from-the-start", func(t *testing.T) {
+		c := newCertifier(harness("dead", func() error { return errors.New("127.0.0.1:1 (connection refused)") }), opts)
+		runs := 0
+		c.afterRun = func(*world) { runs++ }
+		c.run()
+		rep := c.report()
+		if g := unreachable(rep); runs != 0 || !strings.HasPrefix(g, "store unreachable: 127.0.0.1:1") || rep.Certified {
+			t.Fatalf("%d runs, gap %q, certified %v: want no run and the unreachable gap %s", runs, g, rep.Certified, repro)
+		}
+	})
+	t.Run("stops-after-3-runs", func(t *testing.T) {
+		runs, pings := 0, 0
+		c := newCertifier(harness("dies", func() error {
+			pings++
+			if runs >= 3 {
+				return errors.New("127.0.0.1:2 (connection refused)")
+			}
+			return nil
+		}), opts)
+		c.afterRun = func(*world) { runs++ }
+		c.run()
+		rep := c.report()
+		if g := unreachable(rep); runs != 3 || !strings.HasPrefix(g, "store unreachable: 127.0.0.1:2") || !strings.Contains(g, "stopped answering by") {
+			t.Fatalf("%d runs (%d pings), gap %q: want 3 runs, then the unreachable gap naming where %s", runs, pings, g, repro)
+		}
+	})
+	t.Run("keeps-answering", func(t *testing.T) {
+		pings := 0
+		h := harness("broken-but-reachable", func() error { pings++; return nil })
+		h.New = Registered("broken:LiesAboutAccess").New
+		rep := Certify(h, Options{Short: true, Rules: []string{"D-ACCESS-END"}, Wait: 200 * time.Millisecond})
+		if g := unreachable(rep); g != "" || pings == 0 || !slices.Contains(rep.Failed(), "D-ACCESS-END") {
+			t.Fatalf("gap %q, %d pings, failed %v: want the driver's failure and no unreachable gap %s", g, pings, rep.Failed(), repro)
+		}
+	})
 }

@@ -101,7 +101,10 @@ func hostileFactory(extra func(*hostile, drivers.Call, drivers.RowBatch, func())
 // runKept is Run, keeping the endpoints for the test to inspect.
 func runKept(log *workload.Log, cfg Config) (*Result, []*Endpoint) {
 	cfg = cfg.withDefaults()
-	r := &run{log: log, cfg: cfg, res: &Result{Seed: log.Seed, Log: log, Config: cfg}, maxSteps: defaultMaxSteps(len(log.Ops))}
+	r := &run{log: log, cfg: cfg, res: &Result{Seed: log.Seed, Log: log, Config: cfg}, maxSteps: cfg.MaxSteps}
+	if r.maxSteps == 0 {
+		r.maxSteps = defaultMaxSteps(len(log.Ops))
+	}
 	if err := r.setup(); err != nil {
 		r.res.Verdict, r.res.Err = HarnessError, err
 		return r.res, nil
