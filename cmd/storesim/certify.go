@@ -30,8 +30,9 @@ func (l *listFlag) Set(s string) error {
 // certifyCmd runs the conformance suite (drivers/drivertest) on one driver
 // and prints the per-rule table, or the certificate as JSON. Exit 0 when
 // certified, 1 when a rule failed or a gap (a race pair never exercised)
-// keeps it from being certified, 2 on usage errors or a driver that cannot
-// be built.
+// keeps it from being certified, 2 on usage errors, a driver that cannot
+// be built or a store that does not answer ("store unreachable: ADDR", one
+// line, before any case or when it stops answering: reach.go).
 func certifyCmd(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("certify", flag.ContinueOnError)
 	driver := fs.String("driver", "", "driver to certify: a name from storesim drivers, or redis://HOST:PORT")
