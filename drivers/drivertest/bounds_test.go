@@ -269,3 +269,56 @@ func TestStoreStopsAnswering(t *testing.T) {
 		}
 	})
 }
+
+// TestHostileFullCertification is the acceptance run of the storm: a full
+// -short certification of a driver whose every call calls back for ever
+// (it used to grow past 24 GB) finishes with every case run within its step
+// cap, under 500 MB taken from the OS, the backend-driven swarm stopped at
+// its own cap on every run, and every group with a stopped run failed,
+// most of them on a finding that names the storming call.
+func TestHostileFullCertification(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a full certification (about 20 s)")
+	}
+	const repro = "(repro: go test ./drivers/drivertest -run '^TestHostileFullCertification$')"
+	const mb = 1 << 20
+	c := newCertifier(hostileHarness(hostileDrivers[0].name, hostileDrivers[0].new), Options{Short: true})
+	runs, over := 0, 0
+	stoppedIn := map[string]bool{} // groups with a stopped run
+	c.afterRun = func(w *world) {
+		runs++
+		if w.sched.Steps() > caseSteps+finishSteps {
+			over++
+		}
+		if w.stopped != nil {
+			stoppedIn[w.g.rule.String()] = true
+		}
+	}
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	sys0 := ms.Sys
+	c.run()
+	rep := c.report()
+	runtime.ReadMemStats(&ms)
+	if grew := ms.Sys - sys0; grew > 500*mb || over > 0 || runs == 0 {
+		t.Fatalf("%d case runs, %d over the step cap, %d MB taken from the OS: want none over and under 500 MB %s", runs, over, grew/mb, repro)
+	}
+	if rep.Swarm.Runs == 0 || rep.Swarm.Failed != rep.Swarm.Runs {
+		t.Errorf("swarm: %d runs, %d failed: want every run stopped as a livelock %s", rep.Swarm.Runs, rep.Swarm.Failed, repro)
+	}
+	named := 0
+	for _, rr := range rep.Rules {
+		if stoppedIn[rr.Rule] && rr.Verdict != Fail {
+			t.Errorf("%s had a case run stopped as a livelock but is %s %s", rr.Rule, rr.Verdict, repro)
+		}
+		if slices.ContainsFunc(rr.Violations, func(v string) bool {
+			return strings.HasPrefix(v, "liveness [liveness] call ") && strings.Contains(v, "times without a change")
+		}) {
+			named++
+		}
+	}
+	if len(stoppedIn) < 10 || named < 10 {
+		t.Errorf("%d groups had a stopped run, %d name the storming call: want both at least 10 %s", len(stoppedIn), named, repro)
+	}
+}
