@@ -71,7 +71,23 @@ func (r *run) attemptChanged(endpoint string, a *backend.Attempt) {
 
 // note adds a run-function note at the current place in the sequence the
 // recorders share, without taking a number of its own (so nothing the
-// oracles order by moves).
+// oracles order by moves). Like a recorder's, they stop at model.MaxNotes
+// (bounds.go); the rest are counted, and attemptNotesOut says so.
 func (r *run) note(endpoint, tag, text string) {
+	if len(r.attemptNotes) >= model.MaxNotes {
+		r.attemptNotesDropped++
+		return
+	}
 	r.attemptNotes = append(r.attemptNotes, EndpointNote{Endpoint: endpoint, Note: model.Note{Seq: r.seq.Load(), At: r.rt.Now(), Tag: tag, Text: text}})
+}
+
+// attemptNotesOut is the run function's notes, the last one saying how many
+// more were dropped at the bound.
+func (r *run) attemptNotesOut() []EndpointNote {
+	if r.attemptNotesDropped == 0 {
+		return r.attemptNotes
+	}
+	last := r.attemptNotes[len(r.attemptNotes)-1]
+	last.Text = fmt.Sprintf("… and %d more attempt notes, dropped (a run keeps %d)", r.attemptNotesDropped, model.MaxNotes)
+	return append(r.attemptNotes, last)
 }
