@@ -45,6 +45,7 @@ func (r *Recorder) MemoryViolations(arenas ...*arena.Arena) []rules.Violation {
 	calls := r.callsLocked()
 	touches := append([]stampedTouch(nil), r.touches...)
 	tolerate := r.escaped > 0
+	dropped, first := r.touchDropped, r.firstDropped
 	r.mu.Unlock()
 	var avs []arena.Violation
 	for _, a := range arenas {
@@ -58,8 +59,17 @@ func (r *Recorder) MemoryViolations(arenas ...*arena.Arena) []rules.Violation {
 		}
 	}
 	out := checkTouches(touches, calls, avs, tolerate, r.opts.Seed)
+	resort := false
 	if puts := r.notAttemptedPuts(calls); len(puts) > 0 {
 		out = append(out, puts...)
+		resort = true
+	}
+	if dropped > 0 {
+		out = append(out, rules.Violation{Rule: rules.HarnessErr, Class: rules.Harness, Call: uint64(first.By.Call), Row: first.By.Row, At: first.At, Seed: r.opts.Seed,
+			Detail: fmt.Sprintf("the driver touched memory in more than %d distinct ways (toucher, read or write, region, slot) in one run; the memory oracle did not judge %d of them, the first: %s", MaxTouches, dropped, first)})
+		resort = true
+	}
+	if resort {
 		rules.Sort(out)
 	}
 	return out

@@ -140,6 +140,36 @@ type Recorder struct {
 	unread   int                       // publish slots that could not be read
 	notes    []Note
 	touches  []stampedTouch
+
+	notesDropped int                      // notes beyond MaxNotes
+	touchSeen    map[touchKey]bool        // kinds of touch kept (see OnTouch)
+	lateSeen     map[drivers.Toucher]bool // a touch after the call's ENDED was kept
+	touchDropped int                      // distinct touches beyond MaxTouches
+	firstDropped arena.Touch
+	lastTouch    arena.Touch // the latest touch seen, kept or not
+	ntouch       int64       // touches seen, kept or not
+}
+
+// The bounds of what a recorder keeps, whatever the driver does. Normal
+// runs stay far below them.
+const (
+	// MaxNotes bounds the notes (they are for reports and the
+	// visualization, no check reads them): beyond it notes are counted, and
+	// Notes ends with one saying how many were dropped.
+	MaxNotes = 1 << 17
+	// MaxTouches bounds the distinct touches kept for the memory oracle
+	// (see OnTouch): beyond it a touch is counted, and MemoryViolations
+	// reports that the oracle could not judge every touch (harness).
+	MaxTouches = 1 << 19
+)
+
+// touchKey is the kind of a touch, for the memory oracle: every touch of
+// one kind is judged alike, except by its order against the call's ENDED.
+type touchKey struct {
+	by     drivers.Toucher
+	op     arena.Op
+	region string
+	slot   int
 }
 
 // callRec is a call's facts plus the regions its rows were on at submit.
@@ -238,7 +268,16 @@ func (r *Recorder) next() int64 {
 }
 
 func (r *Recorder) note(at time.Duration, tag string, call drivers.CallID, key, text string) {
-	r.notes = append(r.notes, Note{Seq: r.next(), At: at, Tag: tag, Call: call, Key: key, Text: text})
+	r.addNote(Note{Seq: r.next(), At: at, Tag: tag, Call: call, Key: key, Text: text})
+}
+
+// addNote keeps n unless MaxNotes notes are kept already.
+func (r *Recorder) addNote(n Note) {
+	if len(r.notes) >= MaxNotes {
+		r.notesDropped++
+		return
+	}
+	r.notes = append(r.notes, n)
 }
 
 // Registered implements monitor.Observer.
@@ -391,7 +430,7 @@ func (r *Recorder) final(c *callRec, seq int64, at time.Duration, row int, st dr
 		ri.Value = r.fetchDigest(c.regs[row].reg, c.regs[row].known, ri.Slot)
 	}
 	if st == drivers.Fault || st == drivers.NotAttempted {
-		r.notes = append(r.notes, Note{Seq: seq, At: at, Tag: TagFault, Call: c.ID, Key: ri.Key,
+		r.addNote(Note{Seq: seq, At: at, Tag: TagFault, Call: c.ID, Key: ri.Key,
 			Text: "row " + strconv.Itoa(row) + " " + st.String()})
 	}
 }
@@ -418,7 +457,7 @@ func (r *Recorder) access(c *callRec, seq int64, at time.Duration, acc drivers.A
 	if int(acc) < len(accessTexts) {
 		text = accessTexts[acc]
 	}
-	r.notes = append(r.notes, Note{Seq: seq, At: at, Tag: TagAccess, Call: c.ID, Text: text})
+	r.addNote(Note{Seq: seq, At: at, Tag: TagAccess, Call: c.ID, Text: text})
 }
 
 // Cancelled implements monitor.Observer.
@@ -496,7 +535,7 @@ func (r *Recorder) Put(at time.Duration, id drivers.CallID, row int, key string)
 		r.puts[callRow{id, row}] = seq
 		r.putAt[callRow{id, row}] = at
 	}
-	r.notes = append(r.notes, Note{Seq: seq, At: at, Tag: TagStore, Call: id, Key: key, Text: "put of row " + strconv.Itoa(row) + " ran"})
+	r.addNote(Note{Seq: seq, At: at, Tag: TagStore, Call: id, Key: key, Text: "put of row " + strconv.Itoa(row) + " ran"})
 }
 
 // Annotate is optional: the harness adds a note of its own (an injected
@@ -511,10 +550,77 @@ func (r *Recorder) Annotate(at time.Duration, tag string, call drivers.CallID, k
 // with its exact place among the monitor's events, so the memory oracle
 // orders a touch against the ENDED the monitor saw without relying on
 // virtual time (many events share one instant).
+//
+// It keeps only the touches that can change the oracle's verdict, so a
+// driver that touches its rows over and over costs nothing: the first
+// touch of each kind (toucher, read or write, region, slot) — which decides
+// D-SUB-6 and whether a FETCH row reported MISS was written (D-STATUS) —
+// and the first touch of each toucher after the monitor saw its call's
+// access ENDED (D-ACCESS-END: a touch stamped after the ENDED event). The
+// oracle reports one violation per rule, call and row, told by its first
+// touch, so its findings are those of the full log. At most MaxTouches are
+// kept.
 func (r *Recorder) OnTouch(t arena.Touch) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.touches = append(r.touches, stampedTouch{Touch: t, seq: r.cur(), online: true})
+	seq := r.cur()
+	r.lastTouch = t
+	r.ntouch++
+	k := touchKey{by: t.By, op: t.Op, region: t.Region, slot: t.Slot}
+	keep := !r.touchSeen[k]
+	if !keep && !r.lateSeen[t.By] && r.endedLocked(t.By.Call) != 0 {
+		keep = true
+		r.lateSeen[t.By] = true
+	}
+	if !keep {
+		return
+	}
+	if len(r.touches) >= MaxTouches {
+		if r.touchDropped == 0 {
+			r.firstDropped = t
+		}
+		r.touchDropped++
+		return
+	}
+	if r.touchSeen == nil {
+		r.touchSeen, r.lateSeen = map[touchKey]bool{}, map[drivers.Toucher]bool{}
+	}
+	r.touchSeen[k] = true
+	if r.endedLocked(t.By.Call) != 0 {
+		r.lateSeen[t.By] = true
+	}
+	r.touches = append(r.touches, stampedTouch{Touch: t, seq: seq, online: true})
+}
+
+// endedLocked is the sequence number of the ENDED the monitor reported for
+// call id (0: none yet), also before Submitted named the call.
+func (r *Recorder) endedLocked(id drivers.CallID) int64 {
+	if c, ok := r.calls[id]; ok {
+		return c.EndedSeq
+	}
+	for _, e := range r.early[id] {
+		if e.isAcc && e.acc == drivers.AccessEnded {
+			return e.seq
+		}
+	}
+	return 0
+}
+
+// LastTouch is the latest touch the recorder saw (kept or not), and how
+// many it saw in all; ok is false before the first.
+func (r *Recorder) LastTouch() (t arena.Touch, seen int64, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastTouch, r.ntouch, r.ntouch > 0
+}
+
+// Kept says how much the recorder keeps and dropped at its bounds:
+// notes and touches kept (see OnTouch), notes and distinct touches
+// dropped.
+func (r *Recorder) Kept() (notes, touches, notesDropped, touchesDropped int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.notes), len(r.touches), r.notesDropped, r.touchDropped
 }
 
 // Seq is the sequence number of the last event recorded.
@@ -548,11 +654,18 @@ func (r *Recorder) callsLocked() []CallInfo {
 	return out
 }
 
-// Notes returns the notes, in sequence order.
+// Notes returns the notes, in sequence order; beyond MaxNotes the last one
+// says how many more were dropped.
 func (r *Recorder) Notes() []Note {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]Note(nil), r.notes...)
+	out := append([]Note(nil), r.notes...)
+	if r.notesDropped > 0 {
+		last := out[len(out)-1]
+		out = append(out, Note{Seq: last.Seq, At: last.At, Tag: TagCallback,
+			Text: fmt.Sprintf("… and %d more notes, dropped (a recorder keeps %d)", r.notesDropped, MaxNotes)})
+	}
+	return out
 }
 
 // History returns one operation per row of every submitted call (and per

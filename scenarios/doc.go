@@ -48,8 +48,8 @@
 //	fetch EP keys=a,b [mask=11] [as=NAME]
 //	deliver [EVENT-ID | LABEL SUBSTRING]   run the next queued event, or a chosen one
 //	queue                            list queued events: id, due time, label
-//	tick DURATION                    run every event due within DURATION
-//	stabilize [only=EP,…] [max=N]    run to quiescence (only=: that endpoint's events)
+//	tick DURATION                    run every event due within DURATION (at most 100000)
+//	stabilize [only=EP,…] [max=N]    run to quiescence, at most N events (100000; only=: that endpoint's events)
 //	inject EP FAULT [rate=P]         set a memdriver fault rate (1 on, 0 off)
 //	inject EP stale-lookup key=K     K's next FETCH finds it evicted (honest MISS)
 //	inject EP together-fail region=L the next together-registration fails at L

@@ -77,6 +77,7 @@ func (s *Scheduler) Deliver(id uint64) bool {
 	}
 	s.now = at
 	s.steps++
+	s.last = e.label
 	s.fold(uint64(at), e.id, HashString(e.label))
 	e.fn()
 	return true

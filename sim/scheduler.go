@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,8 +21,26 @@ type Options struct {
 	// CoalesceChance is the probability that a repeated trigger of a Wake
 	// whose previous trigger is still queued is merged into it.
 	CoalesceChance float64
-	_              struct{}
+	// MaxInbox bounds the posted work and callback triggers waiting in the
+	// inbox between two steps (0: [DefaultMaxInbox]). A trigger beyond it
+	// is dropped and counted: the run is flooded (see [Scheduler.Flood]).
+	MaxInbox int
+	// MaxQueue bounds the events in the queue (0: [DefaultMaxQueue]); an
+	// event scheduled beyond it is dropped and counted like a trigger.
+	MaxQueue int
+	_        struct{}
 }
+
+// The default bounds of what a scheduler holds. Normal runs stay far below
+// them (a 100 000-op log queues its ops up front, and drivers post a few
+// events per call); a driver that triggers callbacks or schedules events
+// faster than the run can consume them reaches one, and the run then stops
+// as flooded instead of growing without bound. At the bound the inbox holds
+// about 2 MB and the queue about 50 MB.
+const (
+	DefaultMaxInbox = 1 << 16
+	DefaultMaxQueue = 1 << 20
+)
 
 // Scheduler is the deterministic [Runtime]: a virtual clock and an event
 // queue stepped from outside. It is not safe for concurrent use except for
@@ -42,6 +61,18 @@ type Scheduler struct {
 	inbox []posted
 
 	pending []pendingSource
+
+	last     string // label of the last event run
+	maxInbox int
+	maxQueue int
+	// dropped counts triggers and events refused at a bound; floodLabel
+	// and floodWhere describe the first (under mu); floodAt is when the
+	// stepping goroutine first saw it (Flood).
+	dropped    atomic.Uint64
+	floodLabel string
+	floodWhere string
+	floodAt    time.Duration
+	floodSeen  bool
 }
 
 type posted struct {
@@ -64,14 +95,24 @@ type pendingSource struct {
 
 // New returns a scheduler at virtual time zero.
 func New(opts Options) *Scheduler {
-	return &Scheduler{
+	s := &Scheduler{
 		opts:   opts,
 		rng:    NewRand(SubSeed(opts.Seed, "sim/scheduler")),
 		root:   opts.Seed,
 		trace:  14695981039346656037,
 		stops:  map[uint64]bool{},
 		queued: map[uint64]bool{},
+
+		maxInbox: opts.MaxInbox,
+		maxQueue: opts.MaxQueue,
 	}
+	if s.maxInbox <= 0 {
+		s.maxInbox = DefaultMaxInbox
+	}
+	if s.maxQueue <= 0 {
+		s.maxQueue = DefaultMaxQueue
+	}
+	return s
 }
 
 // Seed is the run's seed.
@@ -106,8 +147,24 @@ func (s *Scheduler) StopTimer(id uint64) bool {
 // Post implements [Runtime]; safe from any goroutine.
 func (s *Scheduler) Post(label string, fn func()) {
 	s.mu.Lock()
-	s.inbox = append(s.inbox, posted{label: label, fn: fn})
+	s.postLocked(posted{label: label, fn: fn})
 	s.mu.Unlock()
+}
+
+// postLocked appends p to the inbox, or drops it when the inbox is full.
+func (s *Scheduler) postLocked(p posted) {
+	if len(s.inbox) >= s.maxInbox {
+		s.dropLocked(p.label, "inbox", s.maxInbox)
+		return
+	}
+	s.inbox = append(s.inbox, p)
+}
+
+// dropLocked counts one trigger or event refused at a bound.
+func (s *Scheduler) dropLocked(label, where string, bound int) {
+	if s.dropped.Add(1) == 1 {
+		s.floodLabel, s.floodWhere = label, fmt.Sprintf("%s bound of %d", where, bound)
+	}
 }
 
 // Wake implements [Runtime]. The trigger is safe from any goroutine; the
@@ -120,7 +177,7 @@ func (s *Scheduler) Wake(label string, fn func()) func() {
 	}
 	return func() {
 		s.mu.Lock()
-		s.inbox = append(s.inbox, posted{label: label, wake: w})
+		s.postLocked(posted{label: label, wake: w})
 		s.mu.Unlock()
 	}
 }
@@ -133,6 +190,13 @@ func (s *Scheduler) AddPending(name string, list func() []string) {
 
 func (s *Scheduler) push(at time.Duration, label string, fn func()) uint64 {
 	s.seq++
+	if s.queue.len() >= s.maxQueue {
+		// The id is spent (a Timer may name it), the event never runs.
+		s.mu.Lock()
+		s.dropLocked(label, "queue", s.maxQueue)
+		s.mu.Unlock()
+		return s.seq
+	}
 	s.queue.push(event{at: at, tie: s.rng.Uint64(), id: s.seq, label: label, fn: fn})
 	return s.seq
 }
@@ -184,6 +248,7 @@ func (s *Scheduler) Step() bool {
 		}
 		s.now = e.at
 		s.steps++
+		s.last = e.label
 		s.fold(uint64(e.at), e.id, HashString(e.label))
 		e.fn()
 		return true
@@ -223,13 +288,20 @@ func (e *HangError) Error() string {
 
 // RunUntilIdle steps until nothing is runnable. It returns a *HangError when
 // pending sources still list work, ErrStepLimit after maxSteps events (0 means
-// no limit), nil otherwise.
+// no limit), a *FloodError once a trigger or event was dropped at a bound,
+// nil otherwise.
 func (s *Scheduler) RunUntilIdle(maxSteps uint64) error {
 	start := s.steps
 	for s.Step() {
-		if maxSteps > 0 && s.steps-start >= maxSteps {
-			return fmt.Errorf("%w after %d steps at %v", ErrStepLimit, maxSteps, s.now)
+		if err := s.Flood(); err != nil {
+			return err
 		}
+		if maxSteps > 0 && s.steps-start >= maxSteps {
+			return s.limitError(maxSteps)
+		}
+	}
+	if err := s.Flood(); err != nil {
+		return err
 	}
 	if p := s.Pending(); len(p) > 0 {
 		return &HangError{At: s.now, Pending: p}
@@ -237,18 +309,76 @@ func (s *Scheduler) RunUntilIdle(maxSteps uint64) error {
 	return nil
 }
 
+func (s *Scheduler) limitError(maxSteps uint64) error {
+	return fmt.Errorf("%w after %d steps at %v (the last event: %q)", ErrStepLimit, maxSteps, s.now, s.last)
+}
+
 // RunUntil steps every event due at or before t, then sets the clock to t.
-func (s *Scheduler) RunUntil(t time.Duration) {
+// It has no step limit: RunUntilLimit is the bounded form, for any run a
+// driver under test can keep busy.
+func (s *Scheduler) RunUntil(t time.Duration) { _ = s.RunUntilLimit(t, 0) }
+
+// RunUntilLimit steps every event due at or before t, then sets the clock
+// to t. After maxSteps events (0: no limit) it stops with ErrStepLimit, and
+// once a trigger or event was dropped at a bound with a *FloodError; the
+// clock then stays where the last event left it.
+func (s *Scheduler) RunUntilLimit(t time.Duration, maxSteps uint64) error {
+	start := s.steps
 	for {
 		s.drainInbox()
 		if s.queue.len() == 0 || s.queue.peek().at > t {
 			break
 		}
 		s.Step()
+		if err := s.Flood(); err != nil {
+			return err
+		}
+		if maxSteps > 0 && s.steps-start >= maxSteps {
+			return s.limitError(maxSteps)
+		}
 	}
 	if t > s.now {
 		s.now = t
 	}
+	return nil
+}
+
+// LastLabel is the label of the last event run ("" before the first).
+func (s *Scheduler) LastLabel() string { return s.last }
+
+// ErrFlood is wrapped by every *FloodError.
+var ErrFlood = errors.New("sim: flood")
+
+// FloodError says that triggers or events were dropped at a bound
+// (Options.MaxInbox, Options.MaxQueue): something posts, wakes or schedules
+// faster than the run consumes it. The run's state no longer follows its
+// code (work was dropped), so the run must stop and report it.
+type FloodError struct {
+	At      time.Duration // when the stepping loop first saw a drop
+	Label   string        // the first dropped trigger's or event's label
+	Where   string        // "inbox bound of 65536", "queue bound of 1048576"
+	Dropped uint64        // how many were dropped so far
+}
+
+func (e *FloodError) Error() string {
+	return fmt.Sprintf("sim: flood at %v: %d triggers or events dropped at the %s (the first: %q)", e.At, e.Dropped, e.Where, e.Label)
+}
+
+func (e *FloodError) Unwrap() error { return ErrFlood }
+
+// Flood is nil until a trigger or event was dropped at a bound, then a
+// *FloodError describing it. It is for the goroutine that steps (like
+// Step), cheap enough to call after every step.
+func (s *Scheduler) Flood() error {
+	if s.dropped.Load() == 0 {
+		return nil
+	}
+	if !s.floodSeen {
+		s.floodSeen, s.floodAt = true, s.now
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &FloodError{At: s.floodAt, Label: s.floodLabel, Where: s.floodWhere, Dropped: s.dropped.Load()}
 }
 
 // Pending lists the work that registered sources still report, sorted.

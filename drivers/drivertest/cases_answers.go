@@ -32,7 +32,7 @@ var (
 // call long ended, is never done. Real time has no "nothing runnable", so
 // there the monitor judges only what Drain said along the way.
 func (w *world) atRest() {
-	if w.sched == nil || w.sched.RunUntilIdle(maxSimSteps) != nil {
+	if w.sched == nil || !w.runIdle() { // within the case's step cap
 		return
 	}
 	if st, judged := w.ep.Monitor.AtRest(); judged && st.Done {

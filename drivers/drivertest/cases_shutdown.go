@@ -96,7 +96,7 @@ func caseDrainWithHungCall(w *world) {
 	}
 	w.startDrain()
 	if w.sched != nil {
-		_ = w.sched.RunUntilIdle(maxSimSteps)
+		w.runIdle()
 	} else {
 		w.runFor(50 * time.Millisecond)
 	}

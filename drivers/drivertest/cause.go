@@ -179,16 +179,26 @@ const maxShown = 20
 // run is the run that found them (a swarm run's Group is SwarmGroup): each
 // group's repro reruns the run its first shown finding came from.
 func (c *certifier) recordRun(caseGroup string, vs []rules.Violation, where string, run Rerun) {
+	c.recordRunAs(caseGroup, vs, where, run, c.target)
+}
+
+// recordRunAs is recordRun with the rule group each finding is filed
+// under given by target (a stopped case run files its livelock finding
+// under its own group: recordCaseRun).
+func (c *certifier) recordRunAs(caseGroup string, vs []rules.Violation, where string, run Rerun, target func(caseGroup string, v rules.Violation) string) {
 	swarm := run.Group == SwarmGroup
 	first := ""
 	credited := map[string]bool{}
 	for i, v := range vs {
-		t := c.target(caseGroup, v)
+		t := target(caseGroup, v)
 		if i == 0 && v.Class != rules.Harness {
 			first = t
 		}
 		a := c.acc(t)
 		a.found++
+		if v.Rule.String() == t {
+			a.own++
+		}
 		if swarm {
 			a.swarmFound++
 		}

@@ -72,6 +72,7 @@ type ruleAcc struct {
 	// reruns: firstRun).
 	found      int
 	swarmFound int
+	own        int // of found, the findings of the group's own rule (not by alias, nor a stopped case's livelock)
 	leads      []string
 	rest       []string
 	swarmLine  string
@@ -105,6 +106,15 @@ type certifier struct {
 	// subset, set by [Run] when a -run pattern or -drivertest.seed left
 	// part of the suite out, lists the groups that ran.
 	subset []string
+	// stopped names the cases a run of which was stopped at its step cap
+	// or flooded (bounds.go): their other seeds are not run.
+	stopped map[*caseDef]string
+	// afterRun, when set, sees every case run's world after finish (tests).
+	afterRun func(w *world)
+	// unreachable is the gap of a store that stopped answering (reach.go);
+	// nothing runs after it is set. groupN counts the groups begun.
+	unreachable string
+	groupN      int
 }
 
 // found is one violation as a run found it: the row it counts against,
@@ -150,6 +160,9 @@ func (c *certifier) partial() bool {
 }
 
 func (c *certifier) run() {
+	if !c.preflight() {
+		return
+	}
 	c.probe = c.probeDriver()
 	if c.probe.err != "" {
 		return
@@ -159,6 +172,13 @@ func (c *certifier) run() {
 		return
 	}
 	for _, g := range c.groups {
+		if !c.selected(g.rule.String()) {
+			continue
+		}
+		if c.unreachable != "" {
+			break
+		}
+		c.progress(g)
 		if c.skipGroup(g) != "" {
 			continue
 		}
@@ -310,11 +330,21 @@ func (c *certifier) runCase(g *group, cs *caseDef) (ran int, skipped map[string]
 			skipped[why]++
 		}
 	}
+	if c.unreachable != "" {
+		return ran, skipped
+	}
 	count(c.runCaseSeed(g, cs, sim.SubSeed(c.opts.Seed, g.rule.String()+"/"+cs.name), true))
 	if cs.once {
 		return ran, skipped
 	}
+	a := c.acc(g.rule.String())
 	for i := range c.opts.Seeds {
+		if why, stop := c.caseStopped(a, cs, c.opts.Seeds-i); stop {
+			if why != "" {
+				skipped[why] += c.opts.Seeds - i
+			}
+			break
+		}
 		count(c.runCaseSeed(g, cs, sim.SubSeed(c.opts.Seed, fmt.Sprintf("%s/%s/%d", g.rule, cs.name, i)), false))
 	}
 	return ran, skipped
@@ -346,6 +376,7 @@ func (c *certifier) runOne(g *group, cs *caseDef, seed uint64, directed bool) st
 	where := "case " + run.String()
 	if err != nil {
 		c.recordRun(g.rule.String(), []rules.Violation{{Rule: g.rule, Class: rules.Harness, Row: -1, Seed: seed, Detail: fmt.Sprintf("cannot build the driver: %v", err)}}, where, run)
+		c.checkReach(true, where)
 		return ""
 	}
 	skipped := ""
@@ -356,12 +387,17 @@ func (c *certifier) runOne(g *group, cs *caseDef, seed uint64, directed bool) st
 					skipped = s.why
 					return
 				}
+				if _, ok := r.(stepCapHit); ok {
+					return // finish reports why (w.stopped)
+				}
 				w.fail(g.rule, "panic while running the case: %v", r)
 			}
 		}()
 		cs.run(w)
 	}()
-	c.recordRun(g.rule.String(), w.finish(), where, run)
+	found := w.finish()
+	c.recordCaseRun(g, w, found, where, run)
+	c.ranCase(cs, w, where, len(found) > 0 || skipped != "")
 	c.gaps = append(c.gaps, w.gaps...)
 	hits := w.pc.snapshot()
 	a.pairs.add(hits)

@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"context"
 	"time"
 
 	"github.com/storesim/storesim/drivers"
@@ -49,7 +50,15 @@ type Harness struct {
 	// key then never counts as known present, and histories are checked
 	// against the evicting store model.
 	Evicting bool
-	_        struct{}
+	// Ping, when set, asks the store whether it answers, within ctx (a
+	// real store: one dial and one round trip). The suite pings before
+	// anything else, and again after every case run that failed or was
+	// skipped; a store that does not answer ends the certification with
+	// the one gap "store unreachable: <Ping's error>" (reach.go) instead of
+	// a case after case of rule failures. Its error should start with the
+	// store's address.
+	Ping func(ctx context.Context) error
+	_    struct{}
 }
 
 // Registered is the harness of a driver the registry knows ("memory",
@@ -93,7 +102,11 @@ type Options struct {
 	// a swarm run "storesim replay --seed SEED --driver NAME --profile P
 	// --ops 100" ([SwarmReplay]). [Run] names its own go test subtests.
 	Repro func(r Rerun) string
-	_     struct{}
+	// Progress, when set, is told before each selected rule group runs:
+	// the group's place n (from 1) among the total selected, and its rule
+	// (the CLI shows it on a terminal). [Run] does not call it.
+	Progress func(n, total int, rule string)
+	_        struct{}
 }
 
 // Version is the storesim version a report states unless Options.Version

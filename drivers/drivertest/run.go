@@ -50,6 +50,9 @@ func RunWith(t *testing.T, h Harness, opts Options) Report {
 	if c.opts.Repro == nil {
 		c.opts.Repro = func(r Rerun) string { return goTestRepro(base, r) }
 	}
+	if !c.preflight() {
+		t.Fatalf("%s: %s (repro: %s)", h.Name, c.unreachable, goTestRepro(base, Rerun{}))
+	}
 	c.probe = c.probeDriver()
 	if c.probe.err != "" {
 		t.Fatalf("%s: the driver could not be built: %s (repro: %s)", h.Name, c.probe.err, goTestRepro(base, Rerun{}))
@@ -121,6 +124,9 @@ func (c *certifier) testGroup(t *testing.T, g *group) {
 	if only := c.opts.Only; only.Case != "" && only.Group != g.rule.String() {
 		t.Skipf("not selected (Options.Only: %s)", only)
 	}
+	if c.unreachable != "" {
+		t.Skip("not run: " + c.unreachable)
+	}
 	if why := c.skipGroup(g); why != "" {
 		t.Skip(why)
 	}
@@ -136,6 +142,9 @@ func (c *certifier) testGroup(t *testing.T, g *group) {
 // testCase is a directed case's subtest: its directed run and randomized
 // runs (or the one run pinned), failing with what they found.
 func (c *certifier) testCase(t *testing.T, g *group, cs *caseDef) {
+	if c.unreachable != "" {
+		t.Skip("not run: " + c.unreachable)
+	}
 	if why := c.skipCase(g, cs); why != "" {
 		t.Skip(why)
 	}

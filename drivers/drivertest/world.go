@@ -76,6 +76,13 @@ type world struct {
 	extPuts   bool     // objects were put behind the recorder's back: skip S-LIN
 	gaps      []string // checks that could not conclude (a timed-out S-LIN)
 	nkey      int
+
+	// stepCap is the scheduler step count at which the case stops
+	// (world_time.go); stopped says why it stopped (a flood, the cap), nil
+	// while it runs; finishing: finish is running.
+	stepCap   uint64
+	stopped   error
+	finishing bool
 }
 
 // callT is one Submit as the world tracks it.
@@ -90,19 +97,20 @@ type callT struct {
 	closed  bool // ENDED and every row final: its keys are no longer in flight
 }
 
-const maxSimSteps = 500_000
-
 // linTimeout bounds one case run's S-LIN check; a timeout is a gap.
 const linTimeout = 5 * time.Second
 
 func newWorld(c *certifier, g *group, cs *caseDef, seed uint64, directed bool) (*world, error) {
+	if err := c.beforeRun(g, cs, seed); err != nil {
+		return nil, err
+	}
 	w := &world{
 		c: c, g: g, cs: cs, seed: seed, directed: directed,
 		rnd:  sim.NewRand(sim.SubSeed(seed, "drivertest/case")),
 		kick: make(chan struct{}, 1), faults: cs.faults,
 		byHandle: map[drivers.Handle]*arena.Arena{}, next: map[*arena.Arena]int{},
 		pubOpen: map[string]int{}, fetchOpen: map[string]int{}, tainted: map[string]bool{}, objects: map[string][]byte{}, absent: map[string]bool{}, unknown: map[string]bool{},
-		pc: NewPairCounter(),
+		pc: NewPairCounter(), stepCap: caseSteps,
 	}
 	if c.h.RealTime {
 		w.rtr = realtime.New(seed)
@@ -506,12 +514,22 @@ func (w *world) finish() (out []rules.Violation) {
 	w.onEnded, w.onReact, w.draining = nil, nil, false
 	shut := w.shut
 	w.mu.Unlock()
+	if w.sched != nil {
+		w.noteStop()
+		w.finishing = true
+		w.stepCap = max(w.stepCap, w.sched.Steps()) + finishSteps
+	}
 	if !shut {
 		w.shutdown()
 	}
 	idle := true
 	if w.sched != nil {
-		idle = w.sched.RunUntilIdle(maxSimSteps) == nil
+		// Never past the cap, and never stopped by a panic: finish judges.
+		if w.sched.Flood() == nil && w.sched.Steps() < w.stepCap {
+			idle = w.sched.RunUntilIdle(w.stepCap-w.sched.Steps()) == nil
+		}
+		w.noteStop()
+		idle = idle && w.stopped == nil
 	} else {
 		w.runFor(20 * time.Millisecond) // room for a callback after Shutdown (D-CB-5)
 	}
@@ -522,7 +540,7 @@ func (w *world) finish() (out []rules.Violation) {
 		w.gaps = append(w.gaps, fmt.Sprintf("case %s/%s seed %d: %s", w.g.rule, w.cs.name, w.seed, u))
 	}
 	in := engine.CheckInput{
-		Endpoints: []*engine.Endpoint{w.ep}, Found: found,
+		Endpoints: []*engine.Endpoint{w.ep}, Found: found, Stopped: w.stopped,
 		Finished: true, Idle: idle, // Shutdown returned: no callback may come (D-CB-5)
 		At: w.rt.Now(), Seed: w.seed, StoreModel: model.DurableStore, LinTimeout: linTimeout, Lin: engine.LinIfClean,
 	}

@@ -2,12 +2,82 @@ package drivertest
 
 import (
 	"time"
+
+	"github.com/storesim/storesim/fuzz/engine"
 )
+
+// The step bounds of a case run on the simulator. The busiest case run of
+// the reference, broken and conforming drivers takes about 1 100 scheduler
+// events, so a case gets some 90 times that; a driver that keeps it busy
+// for ever (a callback storm, a call rescheduling itself without progress)
+// stops there, and the run is one livelock finding (engine.Livelock: rule
+// "liveness", naming the call) instead of growing without bound.
+const (
+	// caseSteps caps the scheduler events of one case run, across every
+	// step, until, settle and runFor of the case.
+	caseSteps = 100_000
+	// finishSteps is what finish may run on top, to shut the driver down and
+	// let its late events run.
+	finishSteps = 10_000
+	// maxSimSteps caps one settle or until.
+	maxSimSteps = caseSteps
+)
+
+// stepCapHit unwinds a case run that cannot go on: its step cap ran out or
+// its scheduler was flooded (w.stopped says which), or its store stopped
+// answering (certifier.unreachable); finish then judges what was seen.
+type stepCapHit struct{}
+
+// left is how many events the case may still run; when none, it stops the
+// case (panics with stepCapHit).
+func (w *world) left() uint64 {
+	if n := w.sched.Steps(); n < w.stepCap {
+		return w.stepCap - n
+	}
+	w.capped()
+	return 0 // not reached
+}
+
+// bounded stops the case if it ran its cap out or the scheduler was
+// flooded. Call it after every stepping of a case.
+func (w *world) bounded() {
+	if w.sched.Flood() != nil || w.sched.Steps() >= w.stepCap {
+		w.capped()
+	}
+}
+
+// capped records why the case stopped and unwinds it.
+func (w *world) capped() {
+	w.noteStop()
+	panic(stepCapHit{})
+}
+
+// noteStop records (once) why the run was stopped, if it was: a flood or
+// the step cap.
+func (w *world) noteStop() {
+	if w.stopped != nil {
+		return
+	}
+	if err := w.sched.Flood(); err != nil {
+		w.stopped = err
+		return
+	}
+	if w.sched.Steps() >= w.stepCap {
+		what := "the case"
+		if w.finishing {
+			what = "the case's shutdown"
+		}
+		w.stopped = &engine.StepCapError{What: what, Steps: w.stepCap, At: w.sched.Now(), Last: w.sched.LastLabel()}
+	}
+}
 
 // step runs one scheduler event (simulated) or waits a little (real time).
 func (w *world) step() bool {
 	if w.sched != nil {
-		return w.sched.Step()
+		w.left()
+		ran := w.sched.Step()
+		w.bounded()
+		return ran
 	}
 	w.pause(time.Millisecond)
 	return true
@@ -20,7 +90,7 @@ func (w *world) until(cond func() bool) bool {
 			if cond() {
 				return true
 			}
-			if !w.sched.Step() {
+			if !w.step() {
 				return cond()
 			}
 		}
@@ -29,6 +99,7 @@ func (w *world) until(cond func() bool) bool {
 	deadline := w.rt.Now() + w.c.opts.Wait
 	for !cond() {
 		if w.rt.Now() > deadline {
+			w.c.stillAnswering(w) // a stalled store: stop the case now
 			return false
 		}
 		w.pause(time.Millisecond)
@@ -49,7 +120,8 @@ func (w *world) pause(d time.Duration) {
 // runFor lets d of (virtual or real) time pass.
 func (w *world) runFor(d time.Duration) {
 	if w.sched != nil {
-		w.sched.RunUntil(w.sched.Now() + d)
+		_ = w.sched.RunUntilLimit(w.sched.Now()+d, w.left())
+		w.bounded()
 		return
 	}
 	end := w.rt.Now() + d
@@ -62,7 +134,7 @@ func (w *world) runFor(d time.Duration) {
 // simulator, nothing is runnable). It reports whether they all have.
 func (w *world) settle() bool {
 	if w.sched != nil {
-		_ = w.sched.RunUntilIdle(maxSimSteps)
+		w.runIdle()
 		return w.allEvidenced()
 	}
 	// Real time has no "nothing runnable": a driver that has not called back
@@ -72,6 +144,15 @@ func (w *world) settle() bool {
 		return (w.allEvidenced() && !w.reactQueued.Load()) || w.rt.Now()-time.Duration(w.lastKick.Load()) > quietFor
 	})
 	return w.allEvidenced()
+}
+
+// runIdle runs the simulator until nothing is runnable, within the case's
+// step cap (it stops the case when the cap runs out), and reports whether
+// it got there.
+func (w *world) runIdle() bool {
+	err := w.sched.RunUntilIdle(min(maxSimSteps, w.left()))
+	w.bounded()
+	return err == nil
 }
 
 // quietFor is how long a real-time driver may stay silent before a settle

@@ -40,9 +40,10 @@ type callRec struct {
 	cbRes     []drivers.Status
 	cbAcc     drivers.Access
 	callbacks int
-	empty     int  // callbacks whose snapshot added nothing
-	unknown   bool // some callback could not be snapshotted (D-CB-4 probe)
-	early     int  // callbacks before Submit returned
+	empty     int    // callbacks whose snapshot added nothing
+	idle      uint64 // of those, how many in a row since the last that added something
+	unknown   bool   // some callback could not be snapshotted (D-CB-4 probe)
+	early     int    // callbacks before Submit returned
 
 	// Wrapped callbacks begun and ended (D-DRAIN-2); runIdx is the call's
 	// place in Monitor.running while cbBegun > cbEnded.
@@ -274,6 +275,10 @@ func (m *Monitor) wrapCallback(rec *callRec, user func()) func() {
 				m.violateLocked(rules.Violation{Rule: rules.DCB4, Call: uint64(rec.id), Row: -1, Detail: pr.Observed})
 			default:
 				rec.unknown = true
+				if len(m.undecided) >= MaxUndecided {
+					m.undecidedMore++
+					break
+				}
 				m.undecided = append(m.undecided, fmt.Sprintf("%s at %v seed=%d call %d: could not decide whether the callback ran under a lock the read needs: %s",
 					rules.DCB4, m.now(), m.opts.Seed, rec.id, pr.Observed))
 			}
@@ -450,6 +455,15 @@ func (m *Monitor) signalLocked(c *callRec, res []drivers.Status, acc drivers.Acc
 	}
 	if !rows && !accMoved {
 		c.empty++
+		c.idle++
+		if c.idle > m.storm.Idle {
+			m.storm = Storm{Call: c.id, Idle: c.idle}
+		}
+		if c.id == m.storm.Call {
+			m.storm.Callbacks = c.callbacks
+		}
+	} else {
+		c.idle = 0
 	}
 	if !c.settled && c.cbAcc == drivers.AccessEnded && c.knownAcc == drivers.AccessEnded && !c.unknown && !c.badLen &&
 		!slices.ContainsFunc(c.cbRes, func(s drivers.Status) bool { return !s.Final() }) {

@@ -87,9 +87,47 @@ type Monitor struct {
 	shutdowns       int
 	quarantined     bool
 
-	violations []rules.Violation
-	seen       map[vkey]bool
-	undecided  []string // lock probes that could not decide (D-CB-4)
+	violations    []rules.Violation
+	seen          map[vkey]bool
+	undecided     []string // lock probes that could not decide (D-CB-4), at most MaxUndecided
+	undecidedMore int      // undecided probes beyond MaxUndecided
+	storm         Storm
+}
+
+// MaxUndecided bounds the undecided lock probes a monitor keeps (see
+// [Monitor.Undecided]); the rest are counted. Everything else the monitor
+// keeps is bounded by the calls and registrations in flight: violations
+// are recorded once per (rule, call, row, key, region), settled calls are
+// forgotten, and a callback adds nothing but counters.
+const MaxUndecided = 64
+
+// Storm names the call whose callbacks saw nothing new the most times in a
+// row: on a driver that keeps calling back (a callback storm), or
+// livelocks by signalling without progress, it is the call to blame when
+// the run's step limit runs out. The zero value: no callback ever came
+// without something new.
+type Storm struct {
+	Call drivers.CallID
+	// Idle is the longest run of callbacks of Call whose snapshot added
+	// nothing (no row final, no access move).
+	Idle uint64
+	// Callbacks counts every callback of Call when its run was last counted.
+	Callbacks int
+}
+
+func (s Storm) String() string {
+	if s.Idle == 0 {
+		return "no call was called back without a change"
+	}
+	return fmt.Sprintf("call %d called back %d times without a change (%d callbacks in all)", s.Call, s.Idle, s.Callbacks)
+}
+
+// Storm reports the call whose callbacks came without a change the most
+// times in a row (see [Storm]).
+func (m *Monitor) Storm() Storm {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.storm
 }
 
 // SizeStat counts Submits of valid batches of one size, for the
@@ -162,7 +200,11 @@ func (m *Monitor) Violations() []rules.Violation {
 func (m *Monitor) Undecided() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return slices.Clone(m.undecided)
+	out := slices.Clone(m.undecided)
+	if m.undecidedMore > 0 {
+		out = append(out, fmt.Sprintf("%s: … and %d more undecided lock probes (a monitor keeps %d)", rules.DCB4, m.undecidedMore, MaxUndecided))
+	}
+	return out
 }
 
 func (m *Monitor) now() time.Duration {

@@ -95,6 +95,10 @@ func (r *run) attemptChanged(endpoint string, a *backend.Attempt) {
 // recorders share, without taking a number of its own (so nothing the
 // oracles order by moves).
 func (r *run) event(e attemptEvent) {
+	if len(r.attemptEvents) >= model.MaxNotes {
+		r.attemptNotesDropped++ // like a recorder's notes, they stop at model.MaxNotes (bounds.go)
+		return
+	}
 	e.seq, e.at = r.seq.Load(), r.rt.Now()
 	r.attemptEvents = append(r.attemptEvents, e)
 }
@@ -121,4 +125,16 @@ func (r *run) attemptNotes() []EndpointNote {
 		out = append(out, EndpointNote{Endpoint: e.endpoint, Note: model.Note{Seq: e.seq, At: e.at, Tag: tag, Text: text}})
 	}
 	return out
+}
+
+// attemptNotesOut is the run function's notes, the last one saying how many
+// more were dropped at the bound.
+func (r *run) attemptNotesOut() []EndpointNote {
+	notes := r.attemptNotes()
+	if r.attemptNotesDropped == 0 || len(notes) == 0 {
+		return notes
+	}
+	last := notes[len(notes)-1]
+	last.Text = fmt.Sprintf("… and %d more attempt notes, dropped (a run keeps %d)", r.attemptNotesDropped, model.MaxNotes)
+	return append(notes, last)
 }

@@ -122,7 +122,7 @@ func Check(in CheckInput) CheckResult {
 	}
 	add("", in.Found...)
 	if in.Stopped != nil {
-		add("", stopped(in.Stopped, in.At))
+		add("", stopped(in.Stopped, in.At, in.Endpoints))
 	}
 	for _, ep := range in.Endpoints {
 		if in.Finished {
@@ -173,10 +173,12 @@ func Check(in CheckInput) CheckResult {
 }
 
 // stopped is the violation of a run cut short.
-func stopped(err error, at time.Duration) rules.Violation {
+func stopped(err error, at time.Duration, eps []*Endpoint) rules.Violation {
 	var hang *sim.HangError
 	var crash *panicError
 	switch {
+	case errors.Is(err, sim.ErrStepLimit) || errors.Is(err, sim.ErrFlood):
+		return Livelock(err, at, eps)
 	case errors.As(err, &crash):
 		// B-SUBMIT: after admission nothing panics; every problem goes
 		// through the attempt.

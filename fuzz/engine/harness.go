@@ -85,8 +85,9 @@ type Config struct {
 	// LinTimeout bounds the porcupine check (default 10 s); a timeout is
 	// the Unknown verdict.
 	LinTimeout time.Duration
-	// MaxSteps bounds scheduler events; running out is a liveness failure
-	// (default 5 000 000).
+	// MaxSteps bounds scheduler events; running out is a liveness failure,
+	// a livelock (default DefaultMaxSteps + StepsPerOp per op of the log:
+	// 105 000 for 100 ops).
 	MaxSteps uint64
 	// Factory, when set, builds every endpoint's driver instead of the
 	// registry (the conformance suite certifies a driver this way); the
@@ -117,9 +118,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.LinTimeout <= 0 {
 		c.LinTimeout = 10 * time.Second
-	}
-	if c.MaxSteps == 0 {
-		c.MaxSteps = 5_000_000
 	}
 	if c.Command == "" {
 		c.Command = "storesim"
@@ -163,7 +161,10 @@ func RunSeed(seed uint64, cfg Config) *Result { return Run(Plan(seed, cfg), cfg)
 // Run plays a log to quiescence and checks it.
 func Run(log *workload.Log, cfg Config) *Result {
 	cfg = cfg.withDefaults()
-	r := &run{log: log, cfg: cfg, res: &Result{Seed: log.Seed, Log: log, Config: cfg}}
+	r := &run{log: log, cfg: cfg, res: &Result{Seed: log.Seed, Log: log, Config: cfg}, maxSteps: cfg.MaxSteps}
+	if r.maxSteps == 0 {
+		r.maxSteps = defaultMaxSteps(len(log.Ops))
+	}
 	if err := r.setup(); err != nil {
 		r.res.Verdict, r.res.Err = HarnessError, err
 		return r.res
@@ -204,7 +205,12 @@ type run struct {
 	// (attempt.go): outcome, access and the lender's release, as notes.
 	attempts      map[*backend.Attempt]*attemptSeen
 	attemptEvents []attemptEvent
-	facts         *probeFacts // what the store did with the probes' keys (probe.go)
+	// attemptNotesDropped counts the attempt events beyond model.MaxNotes.
+	attemptNotesDropped int
+	facts               *probeFacts // what the store did with the probes' keys (probe.go)
+	// maxSteps is the run's step cap: Config.MaxSteps, else the default
+	// for the log's ops.
+	maxSteps uint64
 }
 
 type opState struct {

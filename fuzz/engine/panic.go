@@ -28,9 +28,15 @@ func (r *run) runToIdle() (err error) {
 	start := r.s.Steps()
 	for r.s.Step() {
 		r.afterStep()
-		if r.cfg.MaxSteps > 0 && r.s.Steps()-start >= r.cfg.MaxSteps {
-			return fmt.Errorf("%w after %d steps at %v", sim.ErrStepLimit, r.cfg.MaxSteps, r.s.Now())
+		if err := r.s.Flood(); err != nil {
+			return err
 		}
+		if r.s.Steps()-start >= r.maxSteps {
+			return &StepCapError{What: "the run", Steps: r.maxSteps, At: r.s.Now(), Last: r.s.LastLabel()}
+		}
+	}
+	if err := r.s.Flood(); err != nil {
+		return err
 	}
 	if p := r.s.Pending(); len(p) > 0 {
 		return &sim.HangError{At: r.s.Now(), Pending: p}

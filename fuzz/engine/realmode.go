@@ -146,6 +146,9 @@ func RunReal(log *workload.Log, cfg Config, rd RealDriver) *Result {
 		return r.res
 	}
 	runErr := rr.play()
+	if err := rt.Flood(); err != nil {
+		runErr = err // the run's events were dropped: nothing after it can be trusted
+	}
 	rr.stop()
 	r.res.End = rt.Now()
 	for _, e := range rr.eps {
@@ -192,7 +195,19 @@ type realEndpoint struct {
 
 	mu     sync.Mutex
 	writes []stampedWrite
+	// byRow indexes writes: per (call, row) the first write and the latest
+	// (a write after the report is decided by them alone: see onTouch).
+	byRow   map[writeRow][2]int
+	dropped int // writes of rows beyond maxWriteRows
 }
+
+type writeRow struct {
+	call drivers.CallID
+	row  int
+}
+
+// maxWriteRows bounds the (call, row) pairs whose writes are kept.
+const maxWriteRows = model.MaxTouches
 
 // stampedWrite is a slot write placed among the recorder's events: seq is
 // the recorder's sequence number read right after the write.
@@ -254,8 +269,32 @@ func (e *realEndpoint) onTouch(t arena.Touch) {
 	}
 	seq := e.ep.Recorder.Seq()
 	e.mu.Lock()
-	e.writes = append(e.writes, stampedWrite{touch: t, seq: seq})
-	e.mu.Unlock()
+	defer e.mu.Unlock()
+	// writesAfterReport reports the first write of a row stamped at or
+	// after the row's report: the first write of the row, if it is; else,
+	// since stamps only grow, the latest one tells whether any is. So a
+	// row keeps two writes, however often a driver writes it.
+	k := writeRow{t.By.Call, t.By.Row}
+	w := stampedWrite{touch: t, seq: seq}
+	if e.byRow == nil {
+		e.byRow = map[writeRow][2]int{}
+	}
+	if at, ok := e.byRow[k]; ok {
+		if at[1] == at[0] {
+			at[1] = len(e.writes)
+			e.writes = append(e.writes, w)
+			e.byRow[k] = at
+		} else {
+			e.writes[at[1]] = w
+		}
+		return
+	}
+	if len(e.byRow) >= maxWriteRows {
+		e.dropped++
+		return
+	}
+	e.byRow[k] = [2]int{len(e.writes), len(e.writes)}
+	e.writes = append(e.writes, w)
 }
 
 // writesAfterReport is the added memory rule (D-STATUS): a FETCH row

@@ -119,6 +119,28 @@ type Arena struct {
 	registered bool
 	log        []Touch
 	violations []Violation
+	vseen      map[violationKey]bool
+	dropped    int // touches beyond MaxLog, violations beyond MaxViolations
+}
+
+// The bounds of what an arena keeps, whatever a driver does: a driver
+// that touches memory over and over costs counters, not memory.
+const (
+	// MaxLog bounds the touch log (Options.Log); later touches are
+	// counted (Dropped), not logged.
+	MaxLog = 1 << 20
+	// MaxViolations bounds the violations kept. A violation is kept once
+	// per kind of touch (rule, toucher, read or write, slot, state): a
+	// repeat tells nothing new.
+	MaxViolations = 1 << 10
+)
+
+type violationKey struct {
+	rule  rules.ID
+	by    drivers.Toucher
+	op    Op
+	slot  int
+	state SlotState
 }
 
 // New returns an arena of slots*slotBytes bytes, all slots at the lender,
@@ -192,7 +214,11 @@ func (a *Arena) touch(op Op, by drivers.Toucher, off int, p []byte) error {
 		copy(a.buf[off:], p)
 	}
 	if a.opts.Log {
-		a.log = append(a.log, t)
+		if len(a.log) < MaxLog {
+			a.log = append(a.log, t)
+		} else {
+			a.dropped++
+		}
 	}
 	hook := a.opts.OnTouch
 	a.mu.Unlock()
@@ -203,7 +229,27 @@ func (a *Arena) touch(op Op, by drivers.Toucher, off int, p []byte) error {
 }
 
 func (a *Arena) violate(rule rules.ID, t Touch, detail string) {
+	k := violationKey{rule, t.By, t.Op, t.Slot, t.State}
+	if a.vseen[k] {
+		return
+	}
+	if len(a.violations) >= MaxViolations {
+		a.dropped++
+		return
+	}
+	if a.vseen == nil {
+		a.vseen = map[violationKey]bool{}
+	}
+	a.vseen[k] = true
 	a.violations = append(a.violations, Violation{Rule: rule, Touch: t, Detail: detail})
+}
+
+// Dropped counts what the arena did not keep at its bounds: touches beyond
+// MaxLog and distinct violations beyond MaxViolations.
+func (a *Arena) Dropped() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.dropped
 }
 
 // SetRegistered records whether the region is registered with a driver;

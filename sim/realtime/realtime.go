@@ -7,11 +7,19 @@
 package realtime
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/storesim/storesim/sim"
 )
+
+// MaxQueue bounds the functions waiting for the executor. A driver that
+// triggers callbacks faster than they run fills it; what is posted beyond
+// it is dropped and counted, and [Runtime.Flood] reports it, so the run
+// stops as flooded instead of growing without bound (sim.DefaultMaxInbox
+// is the simulator's bound).
+const MaxQueue = sim.DefaultMaxInbox
 
 // Runtime is the wall-clock runtime. Close it to stop its executor.
 type Runtime struct {
@@ -25,6 +33,10 @@ type Runtime struct {
 	timers map[uint64]*time.Timer
 	nextID uint64
 	done   chan struct{}
+
+	dropped    uint64 // posts beyond MaxQueue
+	floodLabel string
+	floodAt    time.Duration
 }
 
 var _ sim.Runtime = (*Runtime)(nil)
@@ -64,14 +76,37 @@ func (r *Runtime) Rand(subsystem string) *sim.Rand {
 	return sim.NewRand(sim.SubSeed(r.seed, subsystem))
 }
 
-// Post implements sim.Runtime. After Close it is a no-op.
-func (r *Runtime) Post(_ string, fn func()) {
+// Post implements sim.Runtime. After Close it is a no-op; beyond MaxQueue
+// waiting functions, fn is dropped and counted (see Flood).
+func (r *Runtime) Post(label string, fn func()) {
+	r.post(label, fn, true)
+}
+
+func (r *Runtime) post(label string, fn func(), bounded bool) {
 	r.mu.Lock()
-	if !r.closed {
+	switch {
+	case r.closed:
+	case bounded && len(r.queue) >= MaxQueue:
+		if r.dropped == 0 {
+			r.floodLabel, r.floodAt = label, time.Since(r.start)
+		}
+		r.dropped++
+	default:
 		r.queue = append(r.queue, fn)
 		r.cond.Signal()
 	}
 	r.mu.Unlock()
+}
+
+// Flood is nil until a Post was dropped at MaxQueue, then a
+// *sim.FloodError describing it. Safe from any goroutine.
+func (r *Runtime) Flood() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dropped == 0 {
+		return nil
+	}
+	return &sim.FloodError{At: r.floodAt, Label: r.floodLabel, Where: fmt.Sprintf("executor queue bound of %d", MaxQueue), Dropped: r.dropped}
 }
 
 // Wake implements sim.Runtime: every trigger posts fn.
@@ -108,7 +143,7 @@ func (r *Runtime) StopTimer(id uint64) bool {
 // code that expects the runtime's one-at-a-time guarantee.
 func (r *Runtime) Do(fn func()) {
 	ch := make(chan struct{})
-	r.Post("do", func() { fn(); close(ch) })
+	r.post("do", func() { fn(); close(ch) }, false) // never dropped: Do waits for it
 	select {
 	case <-ch:
 	case <-r.done:

@@ -31,9 +31,13 @@ func (l *listFlag) Set(s string) error {
 // certifyCmd runs the conformance suite (drivers/drivertest) on one driver
 // and prints the per-rule table, or the certificate as JSON. Exit 0 when
 // certified, 1 when a rule failed or a gap (a race pair never exercised)
-// keeps it from being certified, 2 on usage errors or a driver that cannot
-// be built. A failing rule's repro reruns exactly the run that found its
-// first violation: --rule GROUP --case CASE --seed SEED [--directed].
+// keeps it from being certified, 2 on usage errors, a driver that cannot
+// be built or a real store that does not answer ("store unreachable: ADDR",
+// one line, before any case or when it stops answering: reach.go). A
+// failing rule's repro reruns exactly the run that found its first
+// violation: --rule GROUP --case CASE --seed SEED [--directed]. On a
+// terminal the progress line names the rule group that runs ("rule group
+// n of N").
 func certifyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	a := appOf(ctx)
 	fs := flag.NewFlagSet("certify", flag.ContinueOnError)
@@ -122,11 +126,16 @@ func certifyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		opts.Seed, opts.Only = 0, drivertest.Rerun{Group: rules[0], Case: *caseName, Seed: *seed, Directed: *directed}
 	}
 	start := time.Now()
-	stop := newLiveLine(stderr, *quiet).ticking(func() string {
-		return fmt.Sprintf("certify: %s: running the conformance suite… %v", *driver, time.Since(start).Round(time.Second))
-	})
+	line := newLiveLine(stderr, *quiet)
+	prog := newCertifyProgress(line, *driver)
+	opts.Progress = prog.group
+	stop := line.ticking(prog.text)
 	rep := drivertest.Certify(h, opts)
 	stop()
+	if what, ok := unreachable(rep); ok {
+		fmt.Fprintf(stderr, "storesim certify: %s\n", what)
+		return exitUsage
+	}
 	for _, r := range rules {
 		if _, ok := rep.Rule(r); !ok {
 			var known []string
@@ -176,10 +185,16 @@ func certifyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 // realHarness certifies a real Redis or memcached server: every driver
 // instance of the run shares one fresh key prefix, MakeAbsent deletes
 // through an admin driver on that prefix, and cleanup flushes the prefix.
+// A server that does not answer one PING (memcached: version) within wait
+// is an unreachableError before anything is built; Ping lets the suite
+// notice one that stops answering.
 func realHarness(url string, evicting bool, wait time.Duration) (drivertest.Harness, func(), error) {
 	addr, err := parseRealURL(url)
 	if err != nil {
 		return drivertest.Harness{}, nil, err
+	}
+	if err := preflight(url, addr, wait); err != nil {
+		return drivertest.Harness{}, nil, err // before the admin client, which would wait its own dial timeout
 	}
 	prefix := fmt.Sprintf("storesim-certify/%d/", time.Now().UnixNano())
 	admin, err := newRealDriver(url, addr, prefix, drivers.Capabilities{})
@@ -203,6 +218,7 @@ func realHarness(url string, evicting bool, wait time.Duration) (drivertest.Harn
 			defer cancel()
 			return admin.Delete(c, key)
 		},
+		Ping: func(c context.Context) error { return storePing(c, url, addr) },
 	}
 	cleanup := func() {
 		c, cancel := ctx()

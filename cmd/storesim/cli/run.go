@@ -34,7 +34,7 @@ func (g *genFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.driver, "driver", workload.Mixed, "driver of every endpoint (see storesim drivers); mixed draws memory or together per endpoint from the seed")
 	fs.StringVar(&g.profile, "profile", string(engine.Default), "fault profile: calm (no faults), default (a swarm fault mix per seed; an evicting store in one seed of four), evicting (swarm faults on an evicting store)")
 	fs.IntVar(&g.ops, "ops", 100, "generated ops per seed")
-	fs.Uint64Var(&g.maxSteps, "max-steps", 0, "scheduler events per run before it counts as a livelock, a liveness failure (default 5000000)")
+	fs.Uint64Var(&g.maxSteps, "max-steps", 0, "scheduler events per run before it counts as a livelock, a liveness failure (default 100000 + 50 per op: 105000 for 100 ops)")
 	fs.DurationVar(&g.linTimeout, "lin-timeout", 0, "porcupine time limit per run; a timeout is the verdict unknown (default 10s)")
 }
 

@@ -77,9 +77,9 @@ func probe(read func(), undecidedAfter time.Duration) monitor.ProbeResult {
 		default:
 		}
 		if i >= spinsBeforeLooking && i%8 == 0 {
-			var state string
-			state, buf = stateOf(id, buf)
-			if isParked(state) {
+			var state, frame string
+			state, frame, buf = stateOf(id, buf)
+			if isParked(state, frame) {
 				select {
 				case <-done: // it returned after all (the state was read before)
 					return monitor.ProbeResult{}
@@ -97,7 +97,17 @@ func probe(read func(), undecidedAfter time.Duration) monitor.ProbeResult {
 	}
 }
 
-func isParked(state string) bool {
+// isParked: the read waits for another goroutine. frame is the innermost
+// function the traceback shows: a bare "semacquire" whose innermost frame
+// is not a synchronisation primitive's (sync., internal/poll.) is the
+// runtime's own wait — a goroutine that allocates while the world is being
+// stopped (a GC starting, or the probe's own runtime.Stack) waits on a
+// runtime semaphore with the runtime frames hidden — and passes at once:
+// not parked.
+func isParked(state, frame string) bool {
+	if state == "semacquire" && !strings.HasPrefix(frame, "sync.") && !strings.HasPrefix(frame, "internal/poll.") {
+		return false
+	}
 	for _, p := range parked {
 		if state == p {
 			return true
@@ -121,8 +131,9 @@ func goroutineID() uint64 {
 
 // stateOf is goroutine id's wait state as the runtime prints it
 // ("sync.Mutex.Lock", "runnable", …), without the "N minutes" and "locked
-// to thread" notes; "" when it is not listed (it has exited). buf is reused.
-func stateOf(id uint64, buf []byte) (string, []byte) {
+// to thread" notes, and the innermost function of its traceback; "" when it
+// is not listed (it has exited). buf is reused.
+func stateOf(id uint64, buf []byte) (state, frame string, _ []byte) {
 	if len(buf) == 0 {
 		buf = make([]byte, 64<<10)
 	}
@@ -133,12 +144,14 @@ func stateOf(id uint64, buf []byte) (string, []byte) {
 			head := []byte("goroutine " + strconv.FormatUint(id, 10) + " [")
 			for _, block := range bytes.Split(buf[:n], []byte("\n\n")) {
 				if rest, ok := bytes.CutPrefix(block, head); ok {
-					state, _, _ := strings.Cut(string(rest), "]")
+					state, tb, _ := strings.Cut(string(rest), "]")
 					state, _, _ = strings.Cut(state, ",")
-					return state, buf
+					_, tb, _ = strings.Cut(tb, "\n")
+					frame, _, _ = strings.Cut(tb, "\n")
+					return state, frame, buf
 				}
 			}
-			return "", buf
+			return "", "", buf
 		}
 		buf = make([]byte, 2*len(buf))
 	}
