@@ -1,0 +1,194 @@
+package model
+
+// What the recorder hears beside the monitor (the store's puts, the
+// harness's annotations, the memory's touches) and what it gives back
+// (calls, notes, the history). Moved out of recorder.go, unchanged.
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/sim/arena"
+)
+
+// Put is optional: the harness reports that the store ran the put of row
+// row of call id (whether it wrote or kept the first object: the model's
+// publish step does the same). A publish row without OK/MISS is then
+// TookEffect at this point.
+func (r *Recorder) Put(at time.Duration, id drivers.CallID, row int, key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seq := r.next()
+	if _, ok := r.puts[callRow{id, row}]; !ok {
+		r.puts[callRow{id, row}] = seq
+		r.putAt[callRow{id, row}] = at
+	}
+	r.addNote(Note{Seq: seq, At: at, Tag: TagStore, Call: id, Key: key, Text: "put of row " + strconv.Itoa(row) + " ran"})
+}
+
+// Annotate is optional: the harness adds a note of its own (an injected
+// fault, an eviction, a lender event).
+func (r *Recorder) Annotate(at time.Duration, tag string, call drivers.CallID, key, text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.note(at, tag, call, key, text)
+}
+
+// OnTouch is the online hook for arena.Options.OnTouch: it stamps each touch
+// with its exact place among the monitor's events, so the memory oracle
+// orders a touch against the ENDED the monitor saw without relying on
+// virtual time (many events share one instant).
+//
+// It keeps only the touches that can change the oracle's verdict, so a
+// driver that touches its rows over and over costs nothing: the first
+// touch of each kind (toucher, read or write, region, slot) — which decides
+// D-SUB-6 and whether a FETCH row reported MISS was written (D-STATUS) —
+// and the first touch of each toucher after the monitor saw its call's
+// access ENDED (D-ACCESS-END: a touch stamped after the ENDED event). The
+// oracle reports one violation per rule, call and row, told by its first
+// touch, so its findings are those of the full log. At most MaxTouches are
+// kept.
+func (r *Recorder) OnTouch(t arena.Touch) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seq := r.cur()
+	r.lastTouch = t
+	r.ntouch++
+	k := touchKey{by: t.By, op: t.Op, region: t.Region, slot: t.Slot}
+	keep := !r.touchSeen[k]
+	if !keep && !r.lateSeen[t.By] && r.endedLocked(t.By.Call) != 0 {
+		keep = true
+		r.lateSeen[t.By] = true
+	}
+	if !keep {
+		return
+	}
+	if len(r.touches) >= MaxTouches {
+		if r.touchDropped == 0 {
+			r.firstDropped = t
+		}
+		r.touchDropped++
+		return
+	}
+	if r.touchSeen == nil {
+		r.touchSeen, r.lateSeen = map[touchKey]bool{}, map[drivers.Toucher]bool{}
+	}
+	r.touchSeen[k] = true
+	if r.endedLocked(t.By.Call) != 0 {
+		r.lateSeen[t.By] = true
+	}
+	r.touches = append(r.touches, stampedTouch{Touch: t, seq: seq, online: true})
+}
+
+// endedLocked is the sequence number of the ENDED the monitor reported for
+// call id (0: none yet), also before Submitted named the call.
+func (r *Recorder) endedLocked(id drivers.CallID) int64 {
+	if c, ok := r.calls[id]; ok {
+		return c.EndedSeq
+	}
+	for _, e := range r.early[id] {
+		if e.isAcc && e.acc == drivers.AccessEnded {
+			return e.seq
+		}
+	}
+	return 0
+}
+
+// LastTouch is the latest touch the recorder saw (kept or not), and how
+// many it saw in all; ok is false before the first.
+func (r *Recorder) LastTouch() (t arena.Touch, seen int64, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastTouch, r.ntouch, r.ntouch > 0
+}
+
+// Kept says how much the recorder keeps and dropped at its bounds:
+// notes and touches kept (see OnTouch), notes and distinct touches
+// dropped.
+func (r *Recorder) Kept() (notes, touches, notesDropped, touchesDropped int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.notes), len(r.touches), r.notesDropped, r.touchDropped
+}
+
+// Seq is the sequence number of the last event recorded.
+func (r *Recorder) Seq() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cur()
+}
+
+func (r *Recorder) cur() int64 {
+	if r.opts.Sequence != nil {
+		return r.opts.Sequence.Load()
+	}
+	return r.seq
+}
+
+// Calls returns a copy of every call's facts, in submission order.
+func (r *Recorder) Calls() []CallInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.callsLocked()
+}
+
+func (r *Recorder) callsLocked() []CallInfo {
+	out := make([]CallInfo, len(r.order))
+	for i, c := range r.order {
+		out[i] = c.CallInfo
+		out[i].Rows = append([]RowInfo(nil), c.Rows...)
+		out[i].Labelled = r.labels[c.ID]
+	}
+	return out
+}
+
+// Notes returns the notes, in sequence order; beyond MaxNotes the last one
+// says how many more were dropped.
+func (r *Recorder) Notes() []Note {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := append([]Note(nil), r.notes...)
+	if r.notesDropped > 0 {
+		last := out[len(out)-1]
+		out = append(out, Note{Seq: last.Seq, At: last.At, Tag: TagCallback,
+			Text: fmt.Sprintf("… and %d more notes, dropped (a recorder keeps %d)", r.notesDropped, MaxNotes)})
+	}
+	return out
+}
+
+// History returns one operation per row of every submitted call (and per
+// escaped publish, and per looked-up key with Lookups), in call order. A
+// publish row without OK/MISS is TookEffect when the harness reported its
+// Put, NoEffect when it did not and StoreLogComplete is set, else Ambiguous.
+func (r *Recorder) History() History {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var h History
+	for _, c := range r.order {
+		kind := KindFetch
+		if c.Dir == drivers.Publish {
+			kind = KindPublish
+		}
+		for i, row := range c.Rows {
+			op := Op{Kind: kind, Key: row.Key, Status: row.Status, Value: row.Value,
+				Call: c.CallSeq, Return: Never, CallID: c.ID, Row: i, CallAt: c.CalledAt}
+			if row.Status.Final() {
+				op.Return, op.ReturnAt = row.FinalSeq, row.FinalAt
+			}
+			if kind == KindPublish && !op.Settled() {
+				if seq, ok := r.puts[callRow{c.ID, i}]; ok {
+					op.Effect, op.EffectSeq = TookEffect, max(seq, op.Call)
+				} else if r.opts.StoreLogComplete {
+					op.Effect = NoEffect
+				}
+			}
+			h = append(h, op)
+		}
+	}
+	h = append(h, r.extra...)
+	sort.SliceStable(h, func(i, j int) bool { return h[i].Call < h[j].Call })
+	return h
+}
