@@ -27,7 +27,9 @@ import (
 // any other event's is its label ("A/notify", "memdriver/A row start",
 // "op"). Each source gets a random priority when first seen (a uniform
 // random order of the n sources), and d−1 change points are drawn
-// uniformly over steps 1..k (Options.Depth = d, Options.Steps = k).
+// uniformly over choice points 1..k (Options.Depth = d, Options.Steps =
+// k), a choice point being a step at which more than one event may run (a
+// change point anywhere else could change nothing).
 //
 // The events that may run next are the timers and posts due at the
 // earliest deadline D, and every queued callback triggered at or before D:
@@ -35,16 +37,16 @@ import (
 // (the window the random policy draws its delay from), a timer or a post
 // runs exactly when it is due. Of those, the event whose source has the
 // highest priority runs, at its due time or now if that is later; ties
-// (one source) go to the older event. At the i-th change point's step the
-// source of the event about to run drops to priority d−i, below every
-// initial priority, and the choice is made again. Coalescing is still
+// (one source) go to the older event. At the i-th change point the source
+// of the event about to run drops to priority d−i, below every initial
+// priority, and the choice is made again. Coalescing is still
 // drawn from the seed. So time never runs backwards and no event runs
 // later than the random policy could have run it.
 //
 // The guarantee (Theorem 9 of the paper): a bug of depth d — one that
 // some d ordering constraints between events the scheduler may order
 // either way are enough to trigger — is hit in one run with probability
-// at least 1/(n·k^(d−1)), for n sources and k steps. Depth here counts
+// at least 1/(n·k^(d−1)), for n sources and k choice points. Depth here counts
 // only constraints among events that may run next together as defined
 // above: an order that virtual time fixes (a timer due later) is no
 // choice of the scheduler's. docs/PCT.md measures it against Random.
@@ -89,8 +91,9 @@ type pctState struct {
 	prio    []uint64 // by source; higher runs first
 	byLabel map[string]int32
 	r       *Rand
-	changes []change // sorted by step
+	changes []change // sorted by choice point
 	next    int      // first change not yet reached
+	choices uint64   // choice points so far
 }
 
 type change struct {
@@ -142,11 +145,14 @@ func (s *Scheduler) stepPCT() bool {
 		}
 	}
 	p := s.pct
-	best := s.pctBest(deadline)
-	for step := s.steps + 1; p.next < len(p.changes) && p.changes[p.next].step <= step; p.next++ {
-		if p.changes[p.next].step == step {
+	best, n := s.pctBest(deadline)
+	if n > 1 {
+		// A choice point: only steps where more than one event may run
+		// count towards k, since a change point elsewhere changes nothing.
+		p.choices++
+		for ; p.next < len(p.changes) && p.changes[p.next].step <= p.choices; p.next++ {
 			p.prio[es[best].src] = p.changes[p.next].prio
-			best = s.pctBest(deadline)
+			best, _ = s.pctBest(deadline)
 		}
 	}
 	e := s.queue.remove(best)
@@ -154,14 +160,15 @@ func (s *Scheduler) stepPCT() bool {
 	return true
 }
 
-func (s *Scheduler) pctBest(deadline time.Duration) int {
+func (s *Scheduler) pctBest(deadline time.Duration) (best, n int) {
 	es, prio := s.queue.es, s.pct.prio
-	best := -1
+	best = -1
 	for i := range es {
 		e := &es[i]
 		if e.at > deadline || (len(s.stops) > 0 && s.stops[e.id]) {
 			continue
 		}
+		n++
 		if best < 0 {
 			best = i
 			continue
@@ -177,7 +184,7 @@ func (s *Scheduler) pctBest(deadline time.Duration) int {
 			best = i
 		}
 	}
-	return best
+	return best, n
 }
 
 // Schedule is a run's scheduling decisions, as [Scheduler.Recorded] writes
@@ -378,4 +385,14 @@ func (s *Scheduler) Recorded() *Schedule {
 		}
 	}
 	return sc
+}
+
+// ChoicePoints is, under PCT, the number of steps so far at which more
+// than one event could run (what Options.Steps counts); 0 under the other
+// policies.
+func (s *Scheduler) ChoicePoints() uint64 {
+	if s.pct == nil {
+		return 0
+	}
+	return s.pct.choices
 }

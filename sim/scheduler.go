@@ -26,8 +26,9 @@ type Options struct {
 	// Depth is PCT's d (at least 1): the bug depth the run aims at; the
 	// scheduler draws d−1 priority change points.
 	Depth int
-	// Steps is PCT's k: the change points are drawn uniformly over steps
-	// 1..Steps (default 1000). It should bound the run's steps.
+	// Steps is PCT's k: the change points are drawn uniformly over choice
+	// points 1..Steps (steps at which more than one event may run; default
+	// 1000). It should bound the run's choice points.
 	Steps uint64
 	// Script, when set, makes every decision (which event of those due
 	// runs, each callback's delay, each coalescing) come from it, a

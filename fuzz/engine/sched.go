@@ -7,11 +7,13 @@ import (
 	"github.com/storesim/storesim/sim"
 )
 
-// PCTStepsPerOp is the harness's estimate of scheduler steps per op, for
-// PCT's k when neither Config.PCTSteps nor the log's sched line sets it: a
-// 100-op default-profile run takes about 600 steps (median) and 1000 (90th
-// percentile), so k = 10 × ops bounds nine runs in ten.
-const PCTStepsPerOp = 10
+// PCTStepsPerOp is the harness's estimate of choice points per op (steps
+// at which more than one event may run: what PCT's k counts), when neither
+// Config.PCTSteps nor the log's sched line sets k: a 100-op default-profile
+// run has about 250 (median) and 660 (90th percentile) of its ~600 steps
+// as choice points, so k = 5 × ops covers most runs without spreading the
+// change points over choice points that never come.
+const PCTStepsPerOp = 5
 
 // PCTSteps is the k a log's PCT run draws its change points over.
 func PCTSteps(log *workload.Log) uint64 {
