@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,10 +23,13 @@ import (
 //
 // Probabilistic concurrency testing (Burckhardt, Kothari, Musuvathi and
 // Nagarakatte, ASPLOS 2010), adapted to virtual time. Every event has a
-// priority source: a driver callback's source is its Wake (one per driver
-// call: the backend makes one per Submit, the memory driver one per call),
-// any other event's is its label ("A/notify", "memdriver/A row start",
-// "op"). Each source gets a random priority when first seen (a uniform
+// priority source, PCT's thread: a driver callback's source is its Wake
+// (one per driver call: the backend makes one per Submit, the memory
+// driver one per call); a timer's or a post's is the source of the event
+// that queued it (its causal chain: the backend's notify posted from a
+// callback belongs to that callback's chain); an event queued from outside
+// any event (the workload's ops, queued before the run) starts a source of
+// its own. Each source gets a random priority when first seen (a uniform
 // random order of the n sources), and d−1 change points are drawn
 // uniformly over choice points 1..k (Options.Depth = d, Options.Steps =
 // k), a choice point being a step at which more than one event may run (a
@@ -89,7 +93,7 @@ const DefaultPCTSteps = 1000
 
 type pctState struct {
 	prio    []uint64 // by source; higher runs first
-	byLabel map[string]int32
+	cur     atomic.Int32 // the source of the event running, -1 between events
 	r       *Rand
 	changes []change // sorted by choice point
 	next    int      // first change not yet reached
@@ -102,7 +106,7 @@ type change struct {
 }
 
 func newPCT(o Options) *pctState {
-	p := &pctState{byLabel: map[string]int32{}, r: NewRand(SubSeed(o.Seed, "sim/pct"))}
+	p := &pctState{r: NewRand(SubSeed(o.Seed, "sim/pct"))}
 	k := o.Steps
 	if k == 0 {
 		k = DefaultPCTSteps
@@ -113,6 +117,7 @@ func newPCT(o Options) *pctState {
 		step := 1 + uint64(cr.Intn(int(min(k, math.MaxInt32))))
 		p.changes = append(p.changes, change{step: step, prio: uint64(d - i)})
 	}
+	p.cur.Store(-1)
 	sort.SliceStable(p.changes, func(i, j int) bool { return p.changes[i].step < p.changes[j].step })
 	return p
 }
@@ -123,13 +128,14 @@ func (p *pctState) newSource() int32 {
 	return int32(len(p.prio) - 1)
 }
 
-func (p *pctState) labelSource(label string) int32 {
-	if src, ok := p.byLabel[label]; ok {
-		return src
+// eventSource is the source of a timer or post: the source of the event
+// that queued it (its causal chain, PCT's thread), or a new source for
+// one queued from outside any event (the workload's ops).
+func (p *pctState) eventSource() int32 {
+	if cur := p.cur.Load(); cur >= 0 {
+		return cur
 	}
-	src := p.newSource()
-	p.byLabel[label] = src
-	return src
+	return p.newSource()
 }
 
 // stepPCT runs the highest-priority event of those that may run next.

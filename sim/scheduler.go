@@ -72,6 +72,7 @@ type posted struct {
 	label string
 	fn    func()
 	wake  *waker
+	src   int32 // PCT: the source of the event that posted it (-1: none)
 }
 
 type waker struct {
@@ -143,8 +144,12 @@ func (s *Scheduler) StopTimer(id uint64) bool {
 
 // Post implements [Runtime]; safe from any goroutine.
 func (s *Scheduler) Post(label string, fn func()) {
+	src := int32(-1)
+	if s.pct != nil {
+		src = s.pct.cur.Load()
+	}
 	s.mu.Lock()
-	s.inbox = append(s.inbox, posted{label: label, fn: fn})
+	s.inbox = append(s.inbox, posted{label: label, fn: fn, src: src})
 	s.mu.Unlock()
 }
 
@@ -175,7 +180,7 @@ func (s *Scheduler) push(at time.Duration, label string, fn func()) uint64 {
 		// No seeded tie-break: the heap orders by (time, creation).
 		e := event{at: at, due: at, id: s.seq, label: label, fn: fn}
 		if s.pct != nil {
-			e.src = s.pct.labelSource(label)
+			e.src = s.pct.eventSource()
 		}
 		s.queue.push(e)
 	} else {
@@ -196,7 +201,13 @@ func (s *Scheduler) drainInbox() {
 	s.mu.Unlock()
 	for _, p := range in {
 		if p.wake == nil {
+			if s.pct != nil {
+				s.pct.cur.Store(p.src) // a post belongs to the chain that posted it
+			}
 			s.push(s.now, p.label, p.fn)
+			if s.pct != nil {
+				s.pct.cur.Store(-1)
+			}
 			continue
 		}
 		w := p.wake
@@ -301,6 +312,10 @@ func (s *Scheduler) run(e event, at time.Duration) {
 	s.fold(uint64(at), e.id, HashString(e.label))
 	if s.rec != nil {
 		s.rec.ran(e.id, s.steps, at)
+	}
+	if s.pct != nil {
+		s.pct.cur.Store(e.src)
+		defer s.pct.cur.Store(-1)
 	}
 	e.fn()
 }
