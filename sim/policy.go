@@ -47,7 +47,7 @@ import (
 // drawn from the seed. So time never runs backwards and no event runs
 // later than the random policy could have run it.
 //
-// The guarantee (Theorem 9 of the paper): a bug of depth d — one that
+// The guarantee (the paper's main theorem): a bug of depth d — one that
 // some d ordering constraints between events the scheduler may order
 // either way are enough to trigger — is hit in one run with probability
 // at least 1/(n·k^(d−1)), for n sources and k choice points. Depth here counts
@@ -92,7 +92,7 @@ func ParsePolicy(s string) (Policy, error) {
 const DefaultPCTSteps = 1000
 
 type pctState struct {
-	prio    []uint64 // by source; higher runs first
+	prio    []uint64     // by source; higher runs first
 	cur     atomic.Int32 // the source of the event running, -1 between events
 	r       *Rand
 	changes []change // sorted by choice point
