@@ -20,8 +20,8 @@ var commands map[string]cmdSpec
 
 func init() {
 	commands = map[string]cmdSpec{
-		"store": {usage: "store durable|evicting [seed=N] [wake-delay=DUR] [coalesce=P] [evict-chance=P]", minPos: 1, maxPos: 1,
-			keys: []string{"seed", "wake-delay", "coalesce", "evict-chance"}, run: cmdStore},
+		"store": {usage: "store durable|evicting [seed=N] [wake-delay=DUR] [coalesce=P] [evict-chance=P] [order=seed|fifo]", minPos: 1, maxPos: 1,
+			keys: []string{"seed", "wake-delay", "coalesce", "evict-chance", "order"}, run: cmdStore},
 		"endpoint": {usage: "endpoint NAME [driver=memory|together|broken:<Name>] [rows=N] [absent-is-miss=BOOL] [cancel=BOOL] [regions=LABEL:SLOTSxBYTES,…] [inflight=N] [queued=N] [unprovable=N] [drain-timeout=DUR] [faults=KIND:RATE,…] [register=now|later]",
 			minPos: 1, maxPos: 1, keys: []string{"driver", "rows", "absent-is-miss", "cancel", "regions", "inflight", "queued", "unprovable", "drain-timeout", "faults", "register"}, run: cmdEndpoint},
 		"register":  {usage: "register EP", minPos: 1, maxPos: 1, run: cmdRegister},
@@ -99,13 +99,32 @@ func cmdStore(w *world, b *block) error {
 	if evict > 0 && !w.evicting {
 		return w.fail(b, "evict-chance needs an evicting store")
 	}
+	o := sim.Options{Seed: seed, MaxWakeDelay: wake, CoalesceChance: coalesce}
+	fifo := false
+	switch b.args["order"] {
+	case "", "seed":
+	case "fifo":
+		// The default schedule (sim.Schedule{}): events due together run
+		// in creation order, no callback delay, no coalescing; the
+		// scheduler draws nothing from the seed.
+		if wake != 0 || coalesce != 0 {
+			return w.fail(b, "order=fifo is the default schedule: no callback delay and no coalescing (drop wake-delay and coalesce)")
+		}
+		o.Script, fifo = &sim.Schedule{}, true
+	default:
+		return w.badArg(b, "order", "seed or fifo")
+	}
 	w.seed = seed
-	w.s = sim.New(sim.Options{Seed: seed, MaxWakeDelay: wake, CoalesceChance: coalesce})
+	w.s = sim.New(o)
 	st, err := memdriver.NewStore(memdriver.StoreOptions{Evicting: w.evicting, EvictChance: evict, Rand: w.s.Rand("scenario/store"), OnEvent: w.storeEvent})
 	if err != nil {
 		return w.fail(b, "%v", err)
 	}
 	w.store = st
+	if fifo {
+		w.printf("store %s seed=%d order=fifo evict-chance=%v", b.pos[0], seed, evict)
+		return nil
+	}
 	w.printf("store %s seed=%d wake-delay=%v coalesce=%v evict-chance=%v", b.pos[0], seed, wake, coalesce, evict)
 	return nil
 }
