@@ -150,13 +150,13 @@ var Bugs = []Bug{
 	// take a late or early callback for a duplicate (lost wake-ups: vLLM #19874-style bookkeeping; Mooncake transfer-status polling).
 	{Name: "callback_overtakes", Breaks: rules.BAccess, Depth: 1,
 		What:  "a callback delivered before the callback of an earlier trigger (of another call) is taken for a stale duplicate and dropped: one ordering (a later trigger delivered first) loses a wake-up",
-		Trips: []rules.ID{rules.LiveHang, rules.BShut, rules.SHold, rules.BModel, rules.BProgress, rules.BAccess, rules.BBound}},
+		Trips: []rules.ID{rules.LiveHang, rules.BShut, rules.SHold}},
 	{Name: "ack_split_drops", Breaks: rules.BAccess, Depth: 2,
 		What:  "callbacks are acknowledged in two posted halves, and a callback delivered between the halves is taken for the one acknowledged and dropped: two orderings (after the first half, before the second) lose a wake-up",
-		Trips: []rules.ID{rules.LiveHang, rules.BShut, rules.SHold, rules.BModel, rules.BProgress, rules.BAccess, rules.BBound}},
+		Trips: []rules.ID{rules.LiveHang, rules.BShut, rules.SHold}},
 	{Name: "ack_split_waits", Breaks: rules.BAccess, Depth: 3,
 		What:  "as ack_split_drops, but a callback delivered between the halves is parked, and dropped only when a callback outstanding at the first half is still outstanding after the second: three orderings lose a wake-up",
-		Trips: []rules.ID{rules.LiveHang, rules.BShut, rules.SHold, rules.BModel, rules.BProgress, rules.BAccess, rules.BBound}},
+		Trips: []rules.ID{rules.LiveHang, rules.BShut, rules.SHold}},
 	{Name: "indoubt_ignored", Breaks: rules.SHold, What: "an in-doubt registration is treated as refused, so its regions are never reported",
 		Trips: []rules.ID{rules.BShut}},
 	// Modelled on failed loads whose block ids are still reported loaded (vLLM invalid_block_ids, LMCache #1835).
