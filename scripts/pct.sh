@@ -5,16 +5,16 @@
 #
 # 1. for every zoo bug with a depth (realhunt list: third column), builds
 #    realhunt with the bug planted and runs `realhunt pct`: 5 hunts per
-#    policy (random; PCT at the bug's depth and at depth 3), the same start
-#    seeds, side by side in one process;
+#    policy (random; PCT at depths 1, 2 and 3), the same start seeds, side
+#    by side in one process;
 # 2. for every bug of SHRINK_BUGS, `realhunt schedshrink`: the first failing
 #    seed, shrunk (ops, then the schedule), the decision counts, and whether
 #    the shrunk file and its scenario fail the same rule;
 # 3. writes docs/PCT.md (realhunt render-pct).
 #
 # Environment: PCT_BUGS (default: every bug with a depth), PCT_LIMIT (seeds
-# per hunt, default 3000), SHRINK_BUGS, PCT_OUT (keep raw JSON Lines and
-# binaries there). Budget: about 10 minutes on 2 cores.
+# per hunt, default 10000), SHRINK_BUGS, PCT_OUT (keep raw JSON Lines and
+# binaries there). Budget: about 15 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,7 +23,7 @@ out=${PCT_OUT:-$(mktemp -d /tmp/storesim-pct.XXXXXX)}
 mkdir -p "$out/bin"
 results="$out/pct.jsonl"
 : >"$results"
-limit=${PCT_LIMIT:-3000}
+limit=${PCT_LIMIT:-10000}
 starts=0,10000,20000,30000,40000
 go build -o "$out/bin/realhunt-plain" ./broken/zoo/realhunt
 all=$("$out/bin/realhunt-plain" list)
@@ -41,7 +41,7 @@ echo "pct: raw results in $out" >&2
 for bug in $pct_bugs; do
   echo "pct: step 1/3: $bug: random vs PCT, 5 hunts each, at most $limit seeds" >&2
   build "$bug"
-  "$out/bin/realhunt-$bug" pct -starts "$starts" -limit "$limit" -depths 3 >>"$results"
+  "$out/bin/realhunt-$bug" pct -starts "$starts" -limit "$limit" -depths 1,2,3 >>"$results"
 done
 for bug in $shrink_bugs; do
   echo "pct: step 2/3: $bug: shrinking the first failing seed, ops then schedule" >&2
@@ -63,7 +63,7 @@ meta = {
         "scripts/pct.sh                      # all of the below, then docs/PCT.md",
         "ov=$(go run ./broken/zoo/realhunt overlay <name>)   # plants one bug",
         "go build -overlay $ov -o realhunt ./broken/zoo/realhunt",
-        f"realhunt pct -starts {starts} -limit {limit} -depths 3   # random, PCT at the bug's depth and at 3: 5 hunts each",
+        f"realhunt pct -starts {starts} -limit {limit} -depths 1,2,3   # random and PCT at depths 1, 2, 3: 5 hunts each",
         "realhunt schedshrink -limit 2000 -runs 4000 -time 60s   # first failing seed; shrink ops, then the schedule",
         "storesim run --sched pct --depth 2 --seeds 0:1000        # the same PCT hunt from the CLI",
         "storesim shrink --seed N --out min.txt                   # writes the sched script; replay min.txt needs no seed draws",

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -134,17 +135,26 @@ func RenderPCT(w io.Writer, res *PCTResults) error {
 	b.WriteString(pctIntro)
 	b.WriteString("\n## Seeds to the first failure: random vs PCT\n\n")
 	b.WriteString("Each policy hunts the same seeds in the same process, one after the other: START, START+1, … until the first failing seed, for every start offset; the table shows the median of the seeds run (including the failing one; a hunt that found nothing counts as never) and of the wall time.\n\n")
-	var cols []string
+	var cols []PolicyHunts // one per label: random first, then PCT by depth
 	for _, r := range res.PCT {
 		for _, p := range r.Policies {
-			if !contains(cols, p.Label()) {
-				cols = append(cols, p.Label())
+			if !slices.ContainsFunc(cols, func(c PolicyHunts) bool { return c.Label() == p.Label() }) {
+				cols = append(cols, PolicyHunts{Policy: p.Policy, Depth: p.Depth})
 			}
 		}
 	}
+	slices.SortStableFunc(cols, func(a, b PolicyHunts) int {
+		if (a.Policy == "pct") != (b.Policy == "pct") {
+			if a.Policy == "pct" {
+				return 1
+			}
+			return -1
+		}
+		return a.Depth - b.Depth
+	})
 	b.WriteString("| bug | depth |")
 	for _, c := range cols {
-		fmt.Fprintf(&b, " %s: seeds (median) | %s: time |", c, c)
+		fmt.Fprintf(&b, " %s: seeds (median) | %s: time |", c.Label(), c.Label())
 	}
 	b.WriteString("\n|---|---:|")
 	for range cols {
@@ -156,7 +166,7 @@ func RenderPCT(w io.Writer, res *PCTResults) error {
 		for _, c := range cols {
 			cell, t := "—", "—"
 			for _, p := range r.Policies {
-				if p.Label() == c {
+				if p.Label() == c.Label() {
 					seeds, wall, found := p.medians()
 					cell, t = fmtSeeds(seeds, found, len(p.Hunts), r.Limit), fmtMS(wall)
 				}
@@ -203,15 +213,6 @@ func RenderPCT(w io.Writer, res *PCTResults) error {
 	b.WriteString("```\n")
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func yesNo(v bool) string {
