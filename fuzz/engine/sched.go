@@ -46,6 +46,10 @@ func (c Config) schedSection() workload.Sched {
 	return workload.Sched{Policy: sim.PCT, Depth: max(1, c.Depth), Steps: c.PCTSteps}
 }
 
+// SchedFlags are the command-line flags of cfg's scheduling policy, each
+// after a space ("" for the default random policy): what a repro adds.
+func (c Config) SchedFlags() string { return c.schedFlags() }
+
 // schedFlags are the repro command's flags for cfg's scheduling policy.
 func (c Config) schedFlags() string {
 	if c.Sched != sim.PCT {

@@ -41,3 +41,29 @@ func TestPCTRunAndShrunkSchedule(t *testing.T) {
 		t.Fatalf("replay of the shrunk file: exit %d, want 1 naming D-CB-2:\n%s%s %s", r.code, r.stdout, r.stderr, repro(t))
 	}
 }
+
+// TestMergePCTShards: PCT shards merge into the unsharded PCT run's verdict,
+// and a random shard is no shard of a PCT swarm.
+func TestMergePCTShards(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, args ...string) string {
+		r := storesim(append([]string{"run", "--seeds", "0:6", "--ops", "20", "--json"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("run %v: exit %d:\n%s %s", args, r.code, r.stderr, repro(t))
+		}
+		path := filepath.Join(dir, name)
+		os.WriteFile(path, []byte(r.stdout), 0o644)
+		return path
+	}
+	a := write("a.jsonl", "--shard", "0/2", "--sched", "pct", "--depth", "2")
+	b := write("b.jsonl", "--shard", "1/2", "--sched", "pct", "--depth", "2")
+	c := write("c.jsonl", "--shard", "1/2")
+	whole := storesim("run", "--seeds", "0:6", "--ops", "20", "--json", "--sched", "pct", "--depth", "2")
+	m := storesim("merge", "--json", a, b)
+	if m.code != 0 || strings.Replace(m.stdout, `"shards":2,`, "", 1) != whole.stdout || !strings.Contains(m.stdout, `"sched":"--sched pct --depth 2"`) {
+		t.Fatalf("merge of PCT shards: exit %d\n%s\nwant the unsharded run's\n%s %s", m.code, m.stdout, whole.stdout, repro(t))
+	}
+	if m := storesim("merge", a, c); m.code != 2 || !strings.Contains(m.stderr, "--sched pct --depth 2") {
+		t.Fatalf("merge of a PCT and a random shard: exit %d, want 2 naming the policy:\n%s %s", m.code, m.stderr, repro(t))
+	}
+}
