@@ -7,9 +7,10 @@
 //
 // # Where the bugs live
 //
-// Every bug body lives in this package (plants.go). Most are wrappers
-// around the reference driver: what the caller sees of the driver and its
-// calls, the change callback it gets, the region memory the reference
+// Every bug body lives in this package: plants.go has the table of every bug,
+// the hooks and the install switch, plants_*.go the bodies by topic. Most are
+// wrappers around the reference driver: what the caller sees of the driver
+// and its calls, the change callback it gets, the region memory the reference
 // driver touches. The few whose moment lies inside a transfer step or under
 // the reference driver's lock use memdriver.Hooks, the reference driver's
 // test seam, which is nil in normal use. The reference driver itself names
@@ -20,6 +21,9 @@
 // A broken driver is known by its [Name] (e.g. [LiesAboutAccess]); the
 // driver registry calls it "broken:<Name>". [All] lists the specs in the
 // order of the SPEC §7 table, [Lookup] finds one by name, [New] builds one.
+// The table's last rows are field bugs: each is modelled on a bug reported
+// in a real KV-cache store or connector, named on its body in plants_field.go
+// (NoTogetherRollback's, a hook alone, in plants.go).
 //
 // # Making the fault fire
 //
@@ -142,6 +146,40 @@ const (
 	// SilentShutdown returns no labels from Shutdown, even for an
 	// UNPROVABLE call or a region whose unregister failed (D-SHUT-1).
 	SilentShutdown Name = "SilentShutdown"
+
+	// The field bugs: modelled on bugs reported in real KV-cache stores and
+	// connectors (the mechanism of each is named on its body in plants_field.go,
+	// NoTogetherRollback's in plants.go).
+
+	// BatchKeyedByKey accepts a FETCH batch naming one key twice and keys
+	// its destination buffers by the key string, so only the last row of a
+	// repeated key is written while every row answers OK (D-BATCH-KEYS,
+	// D-STATUS).
+	BatchKeyedByKey Name = "BatchKeyedByKey"
+	// ConcurrentPutTruncates leaves a key whose PUBLISH ended while another
+	// PUBLISH of it was in flight holding its object cut at half, the tail
+	// zero (D-SUB-5, D-SUB-4).
+	ConcurrentPutTruncates Name = "ConcurrentPutTruncates"
+	// NotFoundAsError reports a FETCH of an absent key as an unknown error:
+	// the row FAULT and the call's access UNPROVABLE, although it declares
+	// AbsentIsMiss (D-MISS-HONEST).
+	NotFoundAsError Name = "NotFoundAsError"
+	// LeaseExpiredRead keeps moving a FETCH row's bytes after its key was
+	// evicted mid-transfer, from memory the store reused, and still reports
+	// OK (D-STATUS; S-LIN on the evicting store).
+	LeaseExpiredRead Name = "LeaseExpiredRead"
+	// EmptyGetOK answers a FETCH of a key the store does not hold with zero
+	// bytes moved and OK (D-STATUS).
+	EmptyGetOK Name = "EmptyGetOK"
+	// NoTogetherRollback leaves every piece registered before a failed
+	// RegisterTogether registered while reporting nothing registered
+	// (D-TOG-1).
+	NoTogetherRollback Name = "NoTogetherRollback"
+	// DoubleRegistration answers a registration of memory a live
+	// registration already covers exactly with that registration's handle,
+	// and frees it once per handout: the second close of the pair closes the
+	// next registration of the same memory (D-REG-1, D-REG-3).
+	DoubleRegistration Name = "DoubleRegistration"
 )
 
 // Prefix is what the driver registry puts before a Name.
@@ -216,6 +254,25 @@ var specs = []Spec{
 	{Name: DrainLies, Rule: rules.DDrain1, Fault: "drain returns with calls pending"},
 	{Name: SilentShutdown, Rule: rules.DShut1, Fault: "no labels despite a failed unregister or unprovable call",
 		Provoke: memdriver.FaultMix{WrongLength: 0.1}},
+	{Name: BatchKeyedByKey, Rule: rules.DBatchKeys, Alt: rules.DStatus, Fault: "a batch get keys its buffers by key: a repeated key answers OK with an unwritten buffer"},
+	{Name: ConcurrentPutTruncates, Rule: rules.DSub5, Alt: rules.DSub4, Fault: "two concurrent puts of one key leave its value truncated",
+		Provoke: memdriver.FaultMix{Delay: 0.3}},
+	{Name: NotFoundAsError, Rule: rules.DMissHonest, Fault: `"object not found" reported as an unknown error`, AbsentIsMiss: true},
+	{Name: LeaseExpiredRead, Rule: rules.DStatus, Fault: "a read that outlives its lease returns evicted data"},
+	{Name: EmptyGetOK, Rule: rules.DStatus, Fault: "a get that returns 0 bytes is reported OK"},
+	{Name: NoTogetherRollback, Rule: rules.DTog1, Together: true, Fault: "no rollback after a partial together-registration",
+		Provoke: memdriver.FaultMix{TogetherFail: 0.3}},
+	{Name: DoubleRegistration, Rule: rules.DReg1, Alt: rules.DReg3, Fault: "one buffer registered twice, and the pair freed twice"},
+
+	// Answers the suite once took on trust (answers.go).
+	{Name: DrainLeaksFaulted, Rule: rules.DDrain1, Fault: "a call that ended with a FAULT row stays pending in every drain",
+		Provoke: memdriver.FaultMix{RowFault: 0.2}},
+	{Name: DrainWaitsForProof, Rule: rules.DDrain1, Fault: "an UNPROVABLE call is reported pending until proven ENDED"},
+	{Name: ReleasesRetained, Rule: rules.DShut1, Fault: "shutdown closes the regions it labels retained"},
+	{Name: CancelledPublishLands, Rule: rules.DStatus, Fault: "cancel reports PUBLISH rows NOT_ATTEMPTED but lets them store"},
+	{Name: BusyCloseForgets, Rule: rules.DReg6, Fault: "a close refused as busy lets the same memory register again"},
+	{Name: FullLookupAnyPresent, Rule: rules.DLook1, Fault: "a full-size lookup answers present for every key when one is"},
+	{Name: CachesAbsence, Rule: rules.DLook2, Fault: `a key once looked up absent is answered "absent" for ever`},
 }
 
 // All lists every broken driver, in the order of the SPEC §7 table.

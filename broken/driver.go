@@ -32,6 +32,8 @@ type driver struct {
 	contains   func(keys []string, found []bool, err error) ([]bool, error)
 	drain      func(drivers.DrainStatus) drivers.DrainStatus
 	shutdown   func(ctx context.Context) []string                   // replaces the call of the reference Shutdown
+	registerAs func(r drivers.Region) (drivers.Handle, bool)        // a handle answered instead of registering (true)
+	register   func(r drivers.Region) (drivers.Handle, error)       // replaces the call of the reference Register (r as the reference driver sees it)
 	unregister func(h drivers.Handle) error                         // replaces the call of the reference Unregister
 	results    func(c *call, res []drivers.Status) []drivers.Status // what Results answers; w.mu held
 	access     func(c *call, a drivers.Access) drivers.Access       // what Access answers; w.mu held
@@ -178,7 +180,16 @@ func (w *driver) inner(r drivers.Region) drivers.Region {
 
 // Register implements drivers.Driver.
 func (w *driver) Register(r drivers.Region) (drivers.Handle, error) {
-	h, err := w.Driver.Register(w.inner(r))
+	if w.registerAs != nil {
+		if h, ok := w.registerAs(r); ok {
+			return h, nil
+		}
+	}
+	register := w.Driver.Register
+	if w.register != nil {
+		register = w.register
+	}
+	h, err := register(w.inner(r))
 	if err == nil {
 		w.mu.Lock()
 		w.regions[h] = r

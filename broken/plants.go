@@ -1,14 +1,11 @@
 package broken
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
@@ -55,6 +52,17 @@ import (
 //	BlockingCancel          wrapper  Cancel, Results, Access, callback, Drain, Shutdown, memory
 //	DrainLies               wrapper  Drain
 //	SilentShutdown          wrapper  Shutdown
+//	BatchKeyedByKey         both     Batch; memory: a repeated key's earlier rows never written
+//	ConcurrentPutTruncates  wrapper  memory: the put that ends beside another cuts the stored object
+//	NotFoundAsError         hook     Row: an absent key's MISS set FAULT; Access: its call UNPROVABLE
+//	LeaseExpiredRead        wrapper  memory: a FETCH chunk of an evicted key moves reused bytes
+//	EmptyGetOK              hook     Row: an absent key's FETCH moves nothing and reports OK
+//	NoTogetherRollback      hook     Waive D-TOG-1 (every piece)
+//	DoubleRegistration      wrapper  Register, Unregister
+//
+// The drivers whose bug hides in an answer the suite once took on trust
+// (a "not done", a label, a NOT_ATTEMPTED, a refusal, a lookup) are in
+// answers.go, with their own table.
 
 // callState is what the wrappers keep per call, guarded by driver.mu.
 type callState struct {
@@ -112,6 +120,19 @@ func hooks(n Name) *memdriver.Hooks {
 		return waive(rules.DReg5)
 	case UnregistersBusy:
 		return waive(rules.DReg6)
+	case BatchKeyedByKey:
+		return &memdriver.Hooks{Batch: func(b drivers.RowBatch) (check, move drivers.RowBatch) {
+			return distinctKeys(b), b
+		}}
+	case NotFoundAsError:
+		return notFoundAsError()
+	case NoTogetherRollback:
+		// Field bug: a batch registration that fails at buffer k returns the
+		// error without deregistering buffers 0..k-1 (Mooncake transfer
+		// engine's registerLocalMemoryBatch before PR #2869, and its
+		// registerLocalMemory across transports before PR #2965): every
+		// piece stays registered while the caller hears "refused".
+		return waive(rules.DTog1)
 	case RegressingResult:
 		return &memdriver.Hooks{Result: func(r memdriver.RowResult) drivers.Status {
 			return r.Status // a completion after the final result still changes it (D-CB-3)
@@ -203,6 +224,18 @@ func (w *driver) install(n Name) {
 			w.Driver.Shutdown(ctx)
 			return nil // nothing reported held (D-SHUT-1)
 		}
+	case BatchKeyedByKey:
+		w.write = w.keyedBuffers
+	case ConcurrentPutTruncates:
+		w.read = w.truncateRacingPut
+	case LeaseExpiredRead:
+		w.write = w.readPastLease
+	case EmptyGetOK:
+		w.emptyGetOK()
+	case DoubleRegistration:
+		w.doubleRegistration()
+	default:
+		w.installAnswer(n) // the answers the suite once took on trust (answers.go)
 	}
 }
 
@@ -234,504 +267,4 @@ func outage(err error) bool {
 	return errors.Is(err, drivers.ErrLookupFailed) && !errors.Is(err, drivers.ErrInvalidSubmission) &&
 		!errors.Is(err, drivers.ErrClosed) && !errors.Is(err, memdriver.ErrBadConfig) &&
 		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
-}
-
-// writeAfterEnd is LiesAboutAccess (D-ACCESS-END): when a FETCH ends
-// quietly (PENDING → ENDED, which the Access hook sees), it polls, one step
-// delay at a time, until a callback has told the caller, then writes the
-// slot of the call's first OK row once more.
-func (w *driver) writeAfterEnd() {
-	const maxPolls = 1000
-	var mu sync.Mutex // the hook runs under the reference driver's lock
-	rnd := w.rt.Rand(w.label + "/" + w.inst)
-	told := map[drivers.CallID]bool{} // quiet ends waiting; true once told
-	var poll func(id drivers.CallID, tries int)
-	after := func(id drivers.CallID, tries int) {
-		mu.Lock()
-		d := time.Duration(1 + rnd.Intn(int(w.step)))
-		mu.Unlock()
-		w.rt.After(d, w.label+" write after end", func() { poll(id, tries) })
-	}
-	poll = func(id drivers.CallID, tries int) {
-		if w.isShutting() {
-			return
-		}
-		mu.Lock()
-		done := told[id]
-		if done || tries >= maxPolls {
-			delete(told, id)
-		}
-		mu.Unlock()
-		w.mu.Lock()
-		c := w.calls[id]
-		w.mu.Unlock()
-		switch {
-		case done:
-			if i := slices.Index(c.Call.Results(), drivers.OK); i >= 0 {
-				w.writeAgain(c, i)
-			}
-		case tries < maxPolls:
-			after(id, tries+1)
-		}
-	}
-	w.hooks = &memdriver.Hooks{Access: func(a memdriver.AccessChange) drivers.Access {
-		if a.From == drivers.AccessPending && a.To == drivers.AccessEnded {
-			w.mu.Lock()
-			c := w.calls[a.Call]
-			w.mu.Unlock()
-			if c != nil && c.b.Dir == drivers.Fetch {
-				mu.Lock()
-				told[a.Call] = false
-				mu.Unlock()
-				after(a.Call, 1)
-			}
-		}
-		return a.To
-	}}
-	w.notify = func(c *call, user func()) {
-		user()
-		mu.Lock()
-		if _, ok := told[c.ID()]; ok {
-			told[c.ID()] = true
-		}
-		mu.Unlock()
-	}
-}
-
-// writeAgain writes row i of c's slot once more, with the bytes the slot
-// holds: the touch is the bug, and it corrupts no one else's data when the
-// slot was lent again meanwhile.
-func (w *driver) writeAgain(c *call, i int) {
-	row := c.b.Rows[i]
-	reg := w.region(row.Handle)
-	by, off := drivers.Toucher{Call: c.ID(), Row: i}, reg.SlotOffset(row.Slot)
-	buf := make([]byte, reg.SlotBytes)
-	if reg.Mem.Read(by, off, buf) == nil {
-		_ = reg.Mem.Write(by, off, buf)
-	}
-}
-
-// dropHeldKey is OverwritesOnPublish (D-SUB-4): as a PUBLISH row's transfer
-// reads the last byte of its slot, a key the store already holds is
-// dropped, so the put that follows replaces the first object.
-func (w *driver) dropHeldKey(m *memory, by drivers.Toucher, off int, p []byte) error {
-	if err := m.Memory.Read(by, off, p); err != nil {
-		return err
-	}
-	if row, ok := w.row(by); ok && m.ends(row, off, len(p)) && w.store.Has(row.Key) {
-		w.store.Evict(row.Key)
-	}
-	return nil
-}
-
-// tearPublish is TornPublish (D-SUB-5): a PUBLISH row's transfer reads only
-// the first half of its slot (the rest as zeros), so the key becomes visible
-// holding half its object; twenty step delays later the whole object
-// replaces the torn one.
-func (w *driver) tearPublish() func(*memory, drivers.Toucher, int, []byte) error {
-	whole := map[drivers.Toucher][]byte{} // the bytes really read, per row
-	return func(m *memory, by drivers.Toucher, off int, p []byte) error {
-		if err := m.Memory.Read(by, off, p); err != nil {
-			return err
-		}
-		row, ok := w.row(by)
-		if !ok {
-			return nil
-		}
-		start, half := m.r.SlotOffset(row.Slot), m.r.SlotBytes/2
-		w.mu.Lock()
-		obj := whole[by]
-		if obj == nil {
-			obj = make([]byte, m.r.SlotBytes)
-			whole[by] = obj
-		}
-		copy(obj[off-start:], p)
-		w.mu.Unlock()
-		for j := range p {
-			if off-start+j >= half {
-				p[j] = 0
-			}
-		}
-		if !m.ends(row, off, len(p)) || w.store.Has(row.Key) {
-			return nil
-		}
-		torn := make([]byte, len(obj))
-		copy(torn, obj[:half])
-		w.rt.After(20*w.step, w.label+" rest of publish", func() {
-			w.mu.Lock()
-			delete(whole, by)
-			shut := w.shutting
-			w.mu.Unlock()
-			if cur, ok := w.store.Get(row.Key); !shut && ok && bytes.Equal(cur, torn) {
-				w.store.Evict(row.Key)
-				w.store.Put(row.Key, obj)
-			}
-		})
-		return nil
-	}
-}
-
-// distinctKeys is AcceptsRepeatedKey's validation (D-BATCH-KEYS): the batch
-// with every repeated key renamed, so that validation checks everything but
-// the keys' distinctness.
-func distinctKeys(b drivers.RowBatch) drivers.RowBatch {
-	rows := slices.Clone(b.Rows)
-	seen := map[string]bool{}
-	for i, r := range rows {
-		if seen[r.Key] {
-			rows[i].Key = r.Key + "\x00repeat"
-			for seen[rows[i].Key] {
-				rows[i].Key += "!"
-			}
-		}
-		seen[rows[i].Key] = true
-	}
-	return drivers.RowBatch{Dir: b.Dir, Rows: rows}
-}
-
-// keyedSlots is AcceptsRepeatedKey's transport (D-BATCH-KEYS): one
-// destination per key, so a row whose key repeats an earlier row's moves
-// through the earlier row's slot.
-func keyedSlots(b drivers.RowBatch) drivers.RowBatch {
-	rows := slices.Clone(b.Rows)
-	for j := range rows {
-		for i := range rows[:j] {
-			if rows[i].Key == rows[j].Key {
-				rows[j].Handle, rows[j].Slot = rows[i].Handle, rows[i].Slot
-				break
-			}
-		}
-	}
-	return drivers.RowBatch{Dir: b.Dir, Rows: rows}
-}
-
-// writeOutside is OutsideSlot (D-SUB-6): with the last chunk of a FETCH row
-// of the object's exact size it writes two bytes across the slot's end —
-// the slot's true last byte and one byte of the next slot — or, for the
-// region's last slot, across its start. Once per row.
-func (w *driver) writeOutside() func(*memory, drivers.Toucher, int, []byte) error {
-	done := map[drivers.Toucher]bool{}
-	return func(m *memory, by drivers.Toucher, off int, p []byte) error {
-		if err := m.Memory.Write(by, off, p); err != nil {
-			return err
-		}
-		row, ok := w.row(by)
-		if !ok || !m.ends(row, off, len(p)) {
-			return nil
-		}
-		obj, ok := w.store.Get(row.Key)
-		w.mu.Lock()
-		again := done[by]
-		done[by] = true
-		w.mu.Unlock()
-		if !ok || len(obj) != m.r.SlotBytes || again {
-			return nil
-		}
-		start := m.r.SlotOffset(row.Slot)
-		end := start + m.r.SlotBytes
-		switch {
-		case end < m.Len():
-			_ = m.Memory.Write(by, end-1, []byte{obj[m.r.SlotBytes-1], 0xEE})
-		case start > 0:
-			_ = m.Memory.Write(by, start-1, []byte{0xEE, obj[0]})
-		}
-		return nil
-	}
-}
-
-// closeByAddress is CloseByAddress (D-REG-3): closing a stale handle closes
-// whatever live registration now covers the memory the handle once named.
-func (w *driver) closeByAddress() func(drivers.Handle) error {
-	closed := map[drivers.Handle]drivers.Region{}
-	closeLive := func(h drivers.Handle) error {
-		err := w.Driver.Unregister(h)
-		if err == nil {
-			w.mu.Lock()
-			closed[h] = w.regions[h]
-			w.mu.Unlock()
-		}
-		return err
-	}
-	return func(h drivers.Handle) error {
-		if w.Live(h) {
-			return closeLive(h)
-		}
-		w.mu.Lock()
-		var covering []drivers.Handle
-		if r, ok := closed[h]; ok {
-			for x, o := range w.regions {
-				if o.Overlaps(r) {
-					covering = append(covering, x)
-				}
-			}
-		}
-		w.mu.Unlock()
-		slices.Sort(covering) // by handle, as the reference driver keeps its table
-		for _, x := range covering {
-			if w.Live(x) {
-				return closeLive(x)
-			}
-		}
-		return w.Driver.Unregister(h) // a stale handle: nothing to close
-	}
-}
-
-// earlySignal is EarlySignal (D-CB-1): once a call's access went from
-// PENDING to ENDED, its callbacks still see PENDING; a step after the first
-// of them another callback runs, which finds nothing new, and only then is
-// ENDED shown — with no callback after it. Until then the call is pending
-// for Drain and its regions are busy, as for a call whose access is not
-// ENDED. Shutdown shows every hidden ENDED and tells it, so nothing is left
-// pending.
-func (w *driver) earlySignal() {
-	var hidden []*call
-	hides := func(c *call, a drivers.Access) bool { // w.mu held
-		return a == drivers.AccessEnded && c.user != nil && c.bug.early < 2 && c.bug.shown == drivers.AccessPending && !w.shutting
-	}
-	w.access = func(c *call, a drivers.Access) drivers.Access {
-		if hides(c, a) {
-			return c.bug.shown
-		}
-		c.bug.shown = a
-		return a
-	}
-	w.unregister = func(h drivers.Handle) error {
-		w.mu.Lock()
-		var naming []*call // calls that would hide ENDED and name h
-		for _, c := range w.calls {
-			if hides(c, drivers.AccessEnded) && slices.ContainsFunc(c.b.Rows, func(r drivers.Row) bool { return r.Handle == h }) {
-				naming = append(naming, c)
-			}
-		}
-		w.mu.Unlock()
-		if slices.ContainsFunc(naming, func(c *call) bool { return c.Call.Access() == drivers.AccessEnded }) {
-			return fmt.Errorf("%w: a call whose access is not ENDED names handle %d (D-REG-6)", drivers.ErrBusy, h)
-		}
-		return w.Driver.Unregister(h)
-	}
-	w.notify = func(c *call, user func()) {
-		user()
-		a := c.Call.Access()
-		w.mu.Lock()
-		if c.bug.early != 0 || !hides(c, a) {
-			w.mu.Unlock()
-			return
-		}
-		c.bug.early = 1
-		hidden = append(hidden, c)
-		w.mu.Unlock()
-		w.rt.After(w.step, w.label+" signal before end", func() {
-			if w.isShutting() {
-				return
-			}
-			user() // the signal, before the state changed
-			w.mu.Lock()
-			c.bug.early = 2 // the change, never signalled
-			w.mu.Unlock()
-		})
-	}
-	w.drain = func(st drivers.DrainStatus) drivers.DrainStatus {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		for _, c := range hidden { // told by the reference driver, not yet by the broken one
-			if c.bug.early == 1 && !slices.Contains(st.Pending, c.ID()) {
-				st.Done, st.Pending = false, append(st.Pending, c.ID())
-			}
-		}
-		slices.Sort(st.Pending)
-		return st
-	}
-	w.shutdown = func(ctx context.Context) []string {
-		w.mu.Lock()
-		var tell []*call
-		for _, c := range hidden {
-			if c.bug.early == 1 {
-				c.bug.early = 2
-				tell = append(tell, c)
-			}
-		}
-		hidden = nil
-		w.mu.Unlock()
-		for _, c := range tell {
-			c.user()
-		}
-		return w.Driver.Shutdown(ctx)
-	}
-}
-
-// signalAfterShutdown is SignalAfterShutdown (D-CB-5): of the callbacks
-// Shutdown owes, the last is held back (when none is owed, the callback of
-// the call submitted last) and run through the runtime after Shutdown
-// returned.
-func (w *driver) signalAfterShutdown() {
-	var held []func()
-	holding := false
-	w.notify = func(c *call, user func()) {
-		w.mu.Lock()
-		if holding {
-			held = append(held, user)
-			w.mu.Unlock()
-			return
-		}
-		w.mu.Unlock()
-		user()
-	}
-	w.shutdown = func(ctx context.Context) []string {
-		w.mu.Lock()
-		holding = true
-		w.mu.Unlock()
-		labels := w.Driver.Shutdown(ctx)
-		w.mu.Lock()
-		owed, last := held, w.last
-		held, holding = nil, false
-		w.mu.Unlock()
-		var late func()
-		if n := len(owed); n > 0 {
-			owed, late = owed[:n-1], owed[n-1]
-		} else if last != nil {
-			late = last.user
-		}
-		for _, f := range owed {
-			f()
-		}
-		if late != nil {
-			// The label of the reference driver's callback events.
-			w.rt.After(0, "memdriver/"+w.Name()+" onChange", late)
-		}
-		return labels
-	}
-}
-
-// blockingCancel is BlockingCancel (D-CAN-1): Cancel does the remaining
-// work of every row without a result synchronously — reads the object and
-// writes the slot (FETCH) or reads the slot and stores it (PUBLISH) — and
-// shows access ENDED before it returns, instead of requesting a cancel; one
-// callback tells it. The reference call is cancelled behind it: what its
-// transfer still does touches no memory, and its callbacks and pending
-// state are no longer the caller's.
-func (w *driver) blockingCancel() {
-	var untold []*call // completed by Cancel, the callback not yet run
-	tell := func(c *call) {
-		w.mu.Lock()
-		i := slices.Index(untold, c)
-		if i >= 0 {
-			untold = slices.Delete(untold, i, i+1)
-		}
-		w.mu.Unlock()
-		if i >= 0 && c.user != nil {
-			c.user()
-		}
-	}
-	forced := func(id drivers.CallID) bool { // w.mu held
-		c := w.calls[id]
-		return c != nil && c.bug.forced != nil
-	}
-	w.cancel = func(c *call) drivers.CancelResult {
-		w.mu.Lock()
-		done := c.bug.forced != nil
-		w.mu.Unlock()
-		if done {
-			return drivers.CancelAlreadyDone
-		}
-		res := c.Call.Results()
-		if !w.Capabilities().CanCancel || !slices.ContainsFunc(res, func(s drivers.Status) bool { return !s.Final() }) {
-			return c.Call.Cancel()
-		}
-		for i, st := range res {
-			if !st.Final() {
-				res[i] = w.transferNow(c, i)
-			}
-		}
-		w.mu.Lock()
-		c.bug.forced = res
-		untold = append(untold, c)
-		w.mu.Unlock()
-		c.Call.Cancel()
-		w.rt.After(0, w.label+" onChange", func() {
-			if !w.isShutting() {
-				tell(c)
-			}
-		})
-		return drivers.CancelRequested
-	}
-	w.results = func(c *call, res []drivers.Status) []drivers.Status {
-		if c.bug.forced != nil {
-			return slices.Clone(c.bug.forced)
-		}
-		return res
-	}
-	w.access = func(c *call, a drivers.Access) drivers.Access {
-		if c.bug.forced != nil {
-			return drivers.AccessEnded
-		}
-		return a
-	}
-	w.notify = func(c *call, user func()) {
-		w.mu.Lock()
-		done := c.bug.forced != nil
-		w.mu.Unlock()
-		if !done {
-			user()
-		}
-	}
-	w.drain = func(st drivers.DrainStatus) drivers.DrainStatus {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		pending := slices.DeleteFunc(st.Pending, forced)
-		for _, c := range untold {
-			pending = append(pending, c.ID())
-		}
-		slices.Sort(pending)
-		return drivers.DrainStatus{Done: len(pending) == 0, Pending: pending}
-	}
-	w.shutdown = func(ctx context.Context) []string {
-		w.mu.Lock()
-		cs := slices.Clone(untold)
-		w.mu.Unlock()
-		for _, c := range cs {
-			tell(c)
-		}
-		return w.Driver.Shutdown(ctx)
-	}
-	gone := func(by drivers.Toucher) bool {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return forced(by.Call)
-	}
-	w.read = func(m *memory, by drivers.Toucher, off int, p []byte) error {
-		if gone(by) {
-			return nil
-		}
-		return m.Memory.Read(by, off, p)
-	}
-	w.write = func(m *memory, by drivers.Toucher, off int, p []byte) error {
-		if gone(by) {
-			return nil
-		}
-		return m.Memory.Write(by, off, p)
-	}
-}
-
-// transferNow moves row i of c at once, through the caller's memory, and
-// returns its result.
-func (w *driver) transferNow(c *call, i int) drivers.Status {
-	row := c.b.Rows[i]
-	reg := w.region(row.Handle)
-	by, off := drivers.Toucher{Call: c.ID(), Row: i}, reg.SlotOffset(row.Slot)
-	if c.b.Dir == drivers.Publish {
-		buf := make([]byte, reg.SlotBytes)
-		if reg.Mem.Read(by, off, buf) != nil {
-			return drivers.Fault
-		}
-		w.store.Put(row.Key, buf)
-		return drivers.OK
-	}
-	obj, ok := w.store.Get(row.Key)
-	switch {
-	case !ok && w.Capabilities().AbsentIsMiss:
-		return drivers.Miss
-	case !ok || len(obj) != reg.SlotBytes, reg.Mem.Write(by, off, obj) != nil:
-		return drivers.Fault
-	}
-	return drivers.OK
 }

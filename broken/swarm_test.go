@@ -62,30 +62,48 @@ func TestSwarmTable(t *testing.T) {
 // workloads (default profile) catch within the first 50 seeds, with the
 // rule they are caught on — their own, or "S-LIN" where no oracle names
 // theirs. Measured with TestSwarmTable over 200 seeds, each of these is
-// caught on 60 or more; the others show only in directed cases (the
-// backend never puts the driver in their situation, or the harness has no
-// ground truth for them).
+// caught on its rule on 45 or more (the registration plants, the
+// repeated-key and size-mismatch ones and MissAsFault through the driver
+// probes of the workload, fuzz/workload.ProbeKind); LeaseExpiredRead needs
+// an eviction in mid-transfer, which only the evicting store gives (one
+// seed in four of the default profile: 20 of 200 on D-STATUS, 92 of 200
+// fail with --profile evicting), so it is left out here.
 var swarmCaught = map[broken.Name]rules.ID{
-	broken.LiesAboutAccess:      rules.DAccessEnd,
-	broken.ForgetsUnprovable:    rules.DAccessEnd,
-	broken.CancelClaimsEnded:    rules.DCan2,
-	broken.FaultAsMiss:          rules.SLin,
-	broken.TouchesOnMiss:        rules.DStatus,
-	broken.ShortAnswer:          rules.DStatus,
-	broken.ReorderedAnswer:      rules.DStatus,
-	broken.TornPublish:          rules.SLin,
-	broken.MaxRowsOffByOne:      rules.DCaps,
-	broken.OutsideSlot:          rules.DSub6,
-	broken.LeakyRegisterFailure: rules.DTog1,
-	broken.UnregisterLies:       rules.DReg4,
-	broken.LostWakeup:           rules.DCB2,
-	broken.EarlySignal:          rules.DCB1,
-	broken.SignalUnderLock:      rules.DCB4,
-	broken.SignalAfterShutdown:  rules.DCB5,
-	broken.RegressingResult:     rules.DCB3,
-	broken.BlockingCancel:       rules.DCan1,
-	broken.DrainLies:            rules.DDrain1,
-	broken.SilentShutdown:       rules.DShut1,
+	broken.LiesAboutAccess:        rules.DAccessEnd,
+	broken.ForgetsUnprovable:      rules.DAccessEnd,
+	broken.CancelClaimsEnded:      rules.DCan2,
+	broken.MissAsFault:            rules.DMissHonest,
+	broken.FaultAsMiss:            rules.DMissHonest,
+	broken.LookupOutageAsAbsent:   rules.DLook2,
+	broken.TouchesOnMiss:          rules.DStatus,
+	broken.ShortReadOK:            rules.DStatus,
+	broken.ShortAnswer:            rules.DStatus,
+	broken.ReorderedAnswer:        rules.DStatus,
+	broken.OverwritesOnPublish:    rules.DSub4,
+	broken.TornPublish:            rules.DSub5,
+	broken.AcceptsRepeatedKey:     rules.DBatchKeys,
+	broken.MaxRowsOffByOne:        rules.DCaps,
+	broken.OutsideSlot:            rules.DSub6,
+	broken.AcceptsOverlap:         rules.DReg1,
+	broken.LeakyRegisterFailure:   rules.DTog1,
+	broken.CloseByAddress:         rules.DReg3,
+	broken.UnregisterLies:         rules.DReg4,
+	broken.RegistersAfterShutdown: rules.DReg5,
+	broken.UnregistersBusy:        rules.DReg6,
+	broken.LostWakeup:             rules.DCB2,
+	broken.EarlySignal:            rules.DCB1,
+	broken.SignalUnderLock:        rules.DCB4,
+	broken.SignalAfterShutdown:    rules.DCB5,
+	broken.RegressingResult:       rules.DCB3,
+	broken.BlockingCancel:         rules.DCan1,
+	broken.DrainLies:              rules.DDrain1,
+	broken.SilentShutdown:         rules.DShut1,
+	broken.BatchKeyedByKey:        rules.DBatchKeys,
+	broken.ConcurrentPutTruncates: rules.DSub5,
+	broken.NotFoundAsError:        rules.DMissHonest,
+	broken.EmptyGetOK:             rules.DStatus,
+	broken.NoTogetherRollback:     rules.DTog1,
+	broken.DoubleRegistration:     rules.DReg1,
 }
 
 // TestSwarm: each driver of swarmCaught fails a generated run on its rule

@@ -301,7 +301,7 @@ func (w *world) violations() []rules.Violation {
 	out = append(out, w.seedRec.MemoryViolations(w.seedArenas...)...)
 	h := append(w.seedRec.History(), w.rec.History()...)
 	sort.SliceStable(h, func(i, j int) bool { return h[i].Call < h[j].Call })
-	res := model.Check(h, model.Durable, 10*time.Second)
+	res := model.Check(h, model.DurableStore, 10*time.Second)
 	if res.Err != nil || res.Outcome == porcupine.Unknown {
 		w.t.Fatalf("S-LIN check did not decide: %v %s", res, repro(w.t))
 	}

@@ -2,6 +2,7 @@ package fuzz
 
 import (
 	"flag"
+	"github.com/storesim/storesim/fuzz/machine"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -137,6 +138,13 @@ func TestCorpusFilesReplay(t *testing.T) {
 				})
 				if !ran {
 					t.Fatalf("%s is not a valid state machine input: rapid skipped it (repro: go test ./fuzz -run TestCorpusFilesReplay)", f)
+				}
+			case "FuzzMachine":
+				// The byte-level state machine (fuzz/machine; target in
+				// fuzz/targets): its seeds must replay without an error.
+				b, _ := v.([]byte)
+				if err := machine.RunBytes(b, machine.Options{}); err != nil {
+					t.Fatalf("%s no longer replays: %v (repro: go test ./fuzz -run TestCorpusFilesReplay)", f, err)
 				}
 			case "FuzzParseOpLog":
 				if s, ok := v.(string); !ok {

@@ -17,9 +17,9 @@ import (
 //	go test -bench Check -run '^$' ./model
 func BenchmarkCheck(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 100_000} {
-		for _, p := range []Profile{Durable, Evicting} {
+		for _, p := range []StoreModel{DurableStore, EvictingStore} {
 			evict := 0.0
-			if p == Evicting {
+			if p == EvictingStore {
 				evict = 0.02 // a cache that drops keys: MISS after OK
 			}
 			h := genHistory(uint64(n), genOptions{ops: n, keys: n / 100, perKey: 8, fault: 0.05, evict: evict})

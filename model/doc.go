@@ -6,10 +6,10 @@
 // # Store model
 //
 // [Check] hands a [History] (one [Op] per row result) to porcupine,
-// partitioned by key, against one of two [Profile]s of SPEC §5.1: [Durable]
-// (a FETCH MISS requires the key absent) and [Evicting] (a key may be
-// dropped at any moment; an evicted value never comes back unless published
-// again). A publish of a present key keeps the first value in both. FAULT,
+// partitioned by key, against one of two [StoreModel]s of SPEC §5.1:
+// [DurableStore] (a FETCH MISS requires the key absent) and [EvictingStore]
+// (a key may be dropped at any moment; an evicted value never comes back
+// unless published again). A publish of a present key keeps the first value in both. FAULT,
 // NOT_ATTEMPTED and unanswered publishes are ambiguous: porcupine sees them
 // as operations that never return — unless the run knows better ([Effect]:
 // the store's own log says the put ran, or that it never did). FAULT

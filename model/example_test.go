@@ -15,7 +15,7 @@ func ExampleCheck() {
 		{Kind: model.KindPublish, Key: "k", Value: v, Status: drivers.OK, Call: 1, Return: 2, CallID: 1},
 		{Kind: model.KindFetch, Key: "k", Status: drivers.Miss, Call: 3, Return: 4, CallID: 2},
 	}
-	for _, p := range []model.Profile{model.Durable, model.Evicting} {
+	for _, p := range []model.StoreModel{model.DurableStore, model.EvictingStore} {
 		res := model.Check(h, p, 0)
 		fmt.Println(p, res.Outcome)
 		for _, v := range res.Violations(42) {

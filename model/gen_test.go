@@ -94,10 +94,10 @@ func TestGeneratedHistoriesPass(t *testing.T) {
 		for _, c := range []struct {
 			name     string
 			evict    float64
-			profiles []Profile
+			profiles []StoreModel
 		}{
-			{"durable", 0, []Profile{Durable, Evicting}},
-			{"evicting", 0.2, []Profile{Evicting}},
+			{"durable", 0, []StoreModel{DurableStore, EvictingStore}},
+			{"evicting", 0.2, []StoreModel{EvictingStore}},
 		} {
 			h := genHistory(seed, genOptions{ops: 2000, keys: 20, perKey: 8, fault: 0.05, evict: c.evict})
 			for _, p := range c.profiles {
@@ -112,13 +112,13 @@ func TestGeneratedHistoriesPass(t *testing.T) {
 					break
 				}
 			}
-			if res := Check(bad, Evicting, 0); res.Outcome != porcupine.Illegal {
+			if res := Check(bad, EvictingStore, 0); res.Outcome != porcupine.Illegal {
 				t.Fatalf("seed %d: a read of a never-published value passed: %v (repro: go test ./model -run TestGeneratedHistoriesPass)", seed, res)
 			}
 			if c.evict == 0 {
 				for _, m := range lateMutations(h) {
 					mutated++
-					if res := Check(m.h, Durable, 0); res.Outcome != porcupine.Illegal {
+					if res := Check(m.h, DurableStore, 0); res.Outcome != porcupine.Illegal {
 						t.Fatalf("seed %d: %s passed the durable model: %v (repro: go test ./model -run TestGeneratedHistoriesPass)", seed, m.name, res)
 					}
 				}

@@ -21,6 +21,11 @@ import (
 //   - D-STATUS: a FETCH row reported MISS or NOT_ATTEMPTED leaves its slot
 //     untouched — no write by that call and row, before or after the result.
 //
+// Recorder.MemoryViolations adds the store side of D-STATUS: a PUBLISH row
+// reported NOT_ATTEMPTED never started, so the store never ran its put — a
+// put the harness reported for that call and row (Recorder.Put, from the
+// simulated store's event log) is a violation, whenever it ran.
+//
 // S-NO-LATE-ACCESS is judged by the arena at the touch (slot ownership);
 // Recorder.MemoryViolations collects those too.
 func CheckMemory(touches []arena.Touch, calls []CallInfo, seed uint64) []rules.Violation {
@@ -52,7 +57,41 @@ func (r *Recorder) MemoryViolations(arenas ...*arena.Arena) []rules.Violation {
 			}
 		}
 	}
-	return checkTouches(touches, calls, avs, tolerate, r.opts.Seed)
+	out := checkTouches(touches, calls, avs, tolerate, r.opts.Seed)
+	if puts := r.notAttemptedPuts(calls); len(puts) > 0 {
+		out = append(out, puts...)
+		rules.Sort(out)
+	}
+	return out
+}
+
+// notAttemptedPuts is D-STATUS on the store's side: every put the harness
+// reported (Recorder.Put) for a PUBLISH row that the call reports
+// NOT_ATTEMPTED. Such a row "never started: the store was not written"
+// (SPEC §1), so the history's TookEffect for it is what really happened and
+// the answer is the lie. One violation per call and row.
+func (r *Recorder) notAttemptedPuts(calls []CallInfo) []rules.Violation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []rules.Violation
+	for _, c := range calls {
+		if c.Dir != drivers.Publish {
+			continue
+		}
+		for i, row := range c.Rows {
+			if row.Status != drivers.NotAttempted {
+				continue
+			}
+			seq, ok := r.puts[callRow{c.ID, i}]
+			if !ok {
+				continue
+			}
+			out = append(out, rules.Violation{Rule: rules.DStatus, Class: rules.Safety, Call: uint64(c.ID), Row: i, Key: row.Key,
+				At: r.putAt[callRow{c.ID, i}], Seed: r.opts.Seed,
+				Detail: fmt.Sprintf("PUBLISH row reported NOT_ATTEMPTED (never started, the store not written), but the store ran its put (#%d)", seq)})
+		}
+	}
+	return out
 }
 
 // checkTouches: tolerateUnknown excuses touches by calls the monitor never

@@ -49,6 +49,20 @@ func TestMemoryOracle(t *testing.T) {
 			r.write(12, 0, 32, content(1))
 			r.access(12, drivers.AccessEnded)
 		}, []rules.ID{rules.DStatus}},
+		{"store put of a NOT_ATTEMPTED publish row", func(r *rig) {
+			r.submit(12, batch(drivers.Publish, row("k", 2), row("j", 3)))
+			r.rec.Cancelled(r.tick(), 12, drivers.CancelRequested)
+			r.final(12, 0, drivers.NotAttempted)
+			r.final(12, 1, drivers.NotAttempted)
+			r.rec.Put(r.tick(), 12, 1, "j") // CancelledPublishLands: row 1's put ran anyway
+			r.access(12, drivers.AccessEnded)
+		}, []rules.ID{rules.DStatus}},
+		{"store put of a FAULT publish row is allowed", func(r *rig) {
+			r.submit(12, batch(drivers.Publish, row("k", 2)))
+			r.rec.Put(r.tick(), 12, 0, "k") // a faulted publish may still land
+			r.final(12, 0, drivers.Fault)
+			r.access(12, drivers.AccessEnded)
+		}, nil},
 		{"read on a MISS row is allowed", func(r *rig) {
 			r.submit(12, batch(drivers.Fetch, row("k", 2)))
 			r.read(12, 0, 2)

@@ -134,9 +134,10 @@ type Recorder struct {
 	starting map[*drivers.Row]startMark
 	labels   map[drivers.CallID]string
 	puts     map[callRow]int64
-	extra    []Op // escaped publishes and lookups
-	escaped  int  // submits that failed with an error after which rows may have escaped
-	unread   int  // publish slots that could not be read
+	putAt    map[callRow]time.Duration // when the put of puts[cr] ran
+	extra    []Op                      // escaped publishes and lookups
+	escaped  int                       // submits that failed with an error after which rows may have escaped
+	unread   int                       // publish slots that could not be read
 	notes    []Note
 	touches  []stampedTouch
 }
@@ -195,6 +196,7 @@ func NewRecorder(opts RecorderOptions) *Recorder {
 		starting: map[*drivers.Row]startMark{},
 		labels:   map[drivers.CallID]string{},
 		puts:     map[callRow]int64{},
+		putAt:    map[callRow]time.Duration{},
 	}
 	if r.peek == nil {
 		r.peek = PeekRegion
@@ -492,6 +494,7 @@ func (r *Recorder) Put(at time.Duration, id drivers.CallID, row int, key string)
 	seq := r.next()
 	if _, ok := r.puts[callRow{id, row}]; !ok {
 		r.puts[callRow{id, row}] = seq
+		r.putAt[callRow{id, row}] = at
 	}
 	r.notes = append(r.notes, Note{Seq: seq, At: at, Tag: TagStore, Call: id, Key: key, Text: "put of row " + strconv.Itoa(row) + " ran"})
 }

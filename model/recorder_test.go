@@ -105,7 +105,7 @@ func TestRecorderHistory(t *testing.T) {
 	if !(p.Call < p.Return && p.Return < f.Call && f.Call < f.Return) || f.ReturnAt <= f.CallAt {
 		t.Fatalf("ops out of event order:\n%s%s", dump(h), repro)
 	}
-	if res := Check(h, Durable, 0); !res.Ok() {
+	if res := Check(h, DurableStore, 0); !res.Ok() {
 		t.Fatalf("%v %s", res, repro)
 	}
 	if vs := r.rec.MemoryViolations(r.a); len(vs) != 0 {
@@ -130,7 +130,7 @@ func TestRecorderTornReadFailsModel(t *testing.T) {
 	r.submit(11, batch(drivers.Fetch, row("k", 1)))
 	r.write(11, 0, 16, content(1)[:8]) // half the object
 	r.final(11, 0, drivers.OK)
-	if res := Check(r.rec.History(), Durable, 0); res.Outcome != porcupine.Illegal {
+	if res := Check(r.rec.History(), DurableStore, 0); res.Outcome != porcupine.Illegal {
 		t.Fatalf("torn read passed: %v (repro: go test ./model -run TestRecorderTornReadFailsModel)", res)
 	}
 }
@@ -237,7 +237,7 @@ func TestRecorderLookups(t *testing.T) {
 		}
 		// "y" found although nothing was ever published there: D-LOOK-2
 		// style lies fail the model once lookups are recorded.
-		if on && Check(h, Durable, 0).Ok() {
+		if on && Check(h, DurableStore, 0).Ok() {
 			t.Fatalf("a lookup found a never-published key and passed (repro: go test ./model -run TestRecorderLookups)")
 		}
 	}
@@ -284,7 +284,7 @@ func TestRecorderConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if h := rec.History(); len(h) != 64 || !Check(h, Durable, 0).Ok() {
+	if h := rec.History(); len(h) != 64 || !Check(h, DurableStore, 0).Ok() {
 		t.Fatalf("%d ops (repro: go test -race ./model -run TestRecorderConcurrent)", len(h))
 	}
 }

@@ -1,32 +1,30 @@
 package model
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/storesim/storesim/drivers"
-	"github.com/storesim/storesim/drivers/rules"
 )
 
-// Profile selects the reference store model (SPEC §5.1).
-type Profile uint8
+// StoreModel selects the reference store model (SPEC §5.1): durable or
+// evicting. (The fault profile of a generated run, which picks one of them, is
+// fuzz/engine's Profile.)
+type StoreModel uint8
 
 const (
-	// Durable: a stored object stays. Per key the state is absent or one
+	// DurableStore: a stored object stays. Per key the state is absent or one
 	// value; PUBLISH OK of an absent key stores it and of a present key keeps
 	// the first value (D-SUB-4); PUBLISH MISS (declined) changes nothing and
 	// is legal in both states: present is "already there", absent is "no
 	// room" — the backend's second lookup (B-PUBLISH) tells them apart, the
 	// model does not need to; FETCH OK must return the current value; FETCH
 	// MISS requires absent.
-	Durable Profile = iota + 1
-	// Evicting: the store is a cache that may drop any key at any moment,
+	DurableStore StoreModel = iota + 1
+	// EvictingStore: the store is a cache that may drop any key at any moment,
 	// silently (the in-memory store evicts a random key after a put) — so a
 	// FETCH MISS is always legal and leaves the key absent, and a publish of
 	// a key that may have been evicted may store its value. Per key the state
@@ -36,21 +34,22 @@ const (
 	// publish of a present key still keeps the first value: once a read saw
 	// u, a read of a later-published v is legal only if u may have been
 	// evicted in between, and a read of u after v is not.
-	Evicting
+	EvictingStore
 )
 
-func (p Profile) String() string {
-	switch p {
-	case Durable:
+func (sm StoreModel) String() string {
+	switch sm {
+	case DurableStore:
 		return "durable"
-	case Evicting:
+	case EvictingStore:
 		return "evicting"
 	}
-	return fmt.Sprintf("profile(%d)", uint8(p))
+	return fmt.Sprintf("profile(%d)", uint8(sm))
 }
 
-// ErrBadProfile is returned for a Profile that is neither Durable nor Evicting.
-var ErrBadProfile = errors.New("model: unknown store profile")
+// ErrBadStoreModel is returned for a StoreModel that is neither DurableStore
+// nor EvictingStore.
+var ErrBadStoreModel = errors.New("model: unknown store profile")
 
 // step is what one operation asks of the model.
 type step uint8
@@ -72,29 +71,29 @@ type input struct {
 	op    *Op
 }
 
-// Model returns the porcupine model of the profile, partitioned by key: the
-// history handed to porcupine must be grouped by key (Check does it).
-func (p Profile) Model() (porcupine.Model, error) {
+// Model returns the porcupine model of sm, partitioned by key: the history
+// handed to porcupine must be grouped by key (Check does it).
+func (sm StoreModel) Model() (porcupine.Model, error) {
 	m := porcupine.Model{
 		Partition:                 partitionByKey,
 		DescribeOperation:         describeOperation,
 		DescribeOperationMetadata: describeMetadata,
 	}
-	switch p {
-	case Durable:
+	switch sm {
+	case DurableStore:
 		m.Init = func() any { return uint64(0) }
 		m.Step = durableStep
 		m.Equal = func(a, b any) bool { return a.(uint64) == b.(uint64) }
 		m.Hash = func(s any) uint64 { return fmix(s.(uint64)) }
 		m.DescribeState = func(s any) string { return shortValue(s.(uint64)) }
-	case Evicting:
+	case EvictingStore:
 		m.Init = func() any { return emptySet }
 		m.Step = evictingStep
 		m.Equal = func(a, b any) bool { return a.(*valueSet).equal(b.(*valueSet)) }
 		m.Hash = func(s any) uint64 { return s.(*valueSet).hash }
 		m.DescribeState = func(s any) string { return s.(*valueSet).String() }
 	default:
-		return porcupine.Model{}, fmt.Errorf("%w: %d", ErrBadProfile, uint8(p))
+		return porcupine.Model{}, fmt.Errorf("%w: %d", ErrBadStoreModel, uint8(sm))
 	}
 	return m, nil
 }
@@ -229,389 +228,4 @@ func describeMetadata(meta any) string {
 		return ""
 	}
 	return op.String()
-}
-
-// CheckResult is the verdict of Check. Outcome is porcupine's: Ok, Illegal,
-// or Unknown — a timeout (or, with Err set, a history that could not be
-// checked), which is its own outcome and never a pass.
-type CheckResult struct {
-	Outcome porcupine.CheckResult
-	Profile Profile
-	Err     error
-	// Info is porcupine's linearization data; HasInfo says whether it was
-	// computed (Check computes it only for an Illegal history, to keep the
-	// passing path fast; WriteVisualization computes what it needs).
-	Info    porcupine.LinearizationInfo
-	HasInfo bool
-	// IllegalKeys are the keys whose histories do not linearize.
-	IllegalKeys []string
-	// Checked operations were handed to porcupine; Dropped ones could not
-	// change the verdict (see Check). Keys counts partitions.
-	Checked, Dropped, Keys int
-
-	model   porcupine.Model
-	ops     []porcupine.Operation
-	timeout time.Duration
-}
-
-// Ok reports a proven pass.
-func (r CheckResult) Ok() bool { return r.Outcome == porcupine.Ok && r.Err == nil }
-
-func (r CheckResult) String() string {
-	if r.Err != nil {
-		return fmt.Sprintf("S-LIN %v: %v", r.Outcome, r.Err)
-	}
-	s := fmt.Sprintf("S-LIN %v (%v profile, %d ops checked over %d keys, %d dropped)",
-		r.Outcome, r.Profile, r.Checked, r.Keys, r.Dropped)
-	if len(r.IllegalKeys) > 0 {
-		s += fmt.Sprintf(", illegal keys %q", r.IllegalKeys)
-	}
-	return s
-}
-
-// Check runs the S-LIN check: each row result is one operation on one key,
-// checked by porcupine against the profile's model, partitioned by key. A
-// timeout of 0 means none; a check that times out is Unknown.
-//
-// Before porcupine runs, a pre-pass drops what cannot change the verdict
-// (PERF-NOTES: never-returned operations blow the search up when a
-// violation is present, and cost grows with each key's history):
-//
-//   - fetches and lookups without OK/MISS (they constrain nothing);
-//   - declined publishes (MISS is legal in every state and changes none);
-//   - NoEffect publishes, and ambiguous publishes whose value no FETCH OK of
-//     the key observed (every publish carries a unique value) on keys no
-//     lookup found present;
-//   - durable only: operations called after the key's first FETCH OK
-//     returned v that agree with v (reads of v, found lookups, publishes):
-//     a durable key holds v for ever after, so they are legal wherever they
-//     fall. Operations that disagree stay, and fail.
-//
-// An ambiguous publish that is kept never returns: porcupine may place it
-// anywhere after its call, including after everything (= it never happened).
-func Check(h History, profile Profile, timeout time.Duration) CheckResult {
-	res := CheckResult{Outcome: porcupine.Unknown, Profile: profile, timeout: timeout}
-	m, err := profile.Model()
-	if err != nil {
-		res.Err = err
-		return res
-	}
-	if err := h.Validate(); err != nil {
-		res.Err = err
-		return res
-	}
-	res.model = m
-	res.ops, res.Dropped = prepare(h, profile)
-	res.Checked = len(res.ops)
-	res.Keys = len(partitionByKey(res.ops))
-	res.Outcome = porcupine.CheckOperationsTimeout(m, res.ops, timeout)
-	if res.Outcome == porcupine.Illegal {
-		// Find the failing keys (and keep the data for the report).
-		out, info := porcupine.CheckOperationsVerbose(m, res.ops, timeout)
-		res.Info, res.HasInfo = info, true
-		if out == porcupine.Illegal {
-			res.IllegalKeys = illegalKeys(res.ops, info)
-		}
-	}
-	return res
-}
-
-// prepare turns h into porcupine operations grouped by key (sorted), in call
-// order within a key, each on a visualization lane free at its call. It
-// drops what cannot change the verdict (see Check).
-func prepare(h History, profile Profile) ([]porcupine.Operation, int) {
-	ops := append(History(nil), h...) // porcupine keeps pointers into it
-
-	// Keys by rank: the per-key facts below live in slices, and the sort
-	// moves small pointer-free records (moving strings and pointers was half
-	// the check time).
-	rank := map[string]int32{}
-	for _, op := range ops {
-		rank[op.Key] = 0
-	}
-	keys := make([]string, 0, len(rank))
-	for k := range rank {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for i, k := range keys {
-		rank[k] = int32(i)
-	}
-	type keyFacts struct {
-		found   bool   // some lookup found the key present
-		firstOK int64  // earliest return of a FETCH OK (0: none)
-		value   uint64 // what that read returned
-	}
-	facts := make([]keyFacts, len(keys))
-	ranks := make([]int32, len(ops))
-	// Ambiguous publishes are few: index their values, so only reads of
-	// those values pay for a (key, value) lookup.
-	type obs struct {
-		key int32
-		v   uint64
-	}
-	ambiguous := map[uint64]bool{}
-	for i, op := range ops {
-		ranks[i] = rank[op.Key]
-		if op.Kind == KindPublish && !op.Settled() && op.Effect != NoEffect {
-			ambiguous[op.Value] = true
-		}
-	}
-	observed := map[obs]bool{}
-	end := int64(0)
-	for i, op := range ops {
-		f := &facts[ranks[i]]
-		switch {
-		case op.Kind == KindFetch && op.Status == drivers.OK:
-			if ambiguous[op.Value] {
-				observed[obs{ranks[i], op.Value}] = true
-			}
-			if op.Return != Never && (f.firstOK == 0 || op.Return < f.firstOK) {
-				f.firstOK, f.value = op.Return, op.Value
-			}
-		case op.Kind == KindLookup && op.Status == drivers.OK:
-			f.found = true
-		}
-		end = max(end, op.Call, op.EffectSeq)
-		if op.Return != Never {
-			end = max(end, op.Return)
-		}
-	}
-	end++ // after every event: "never returned"
-
-	type prepared struct {
-		key, index int32
-		call, ret  int64
-	}
-	list := make([]prepared, 0, len(ops))
-	inputs := make([]input, len(ops))
-	dropped := 0
-	for i := range ops {
-		op, f := &ops[i], &facts[ranks[i]]
-		in := &inputs[i]
-		in.op, in.value = op, op.Value
-		ret := op.Return
-		switch {
-		case profile == Durable && f.firstOK != 0 && op.Call > f.firstOK &&
-			(op.Kind == KindPublish || op.Kind == KindLookup && op.Status == drivers.OK ||
-				op.Kind == KindFetch && op.Status == drivers.OK && op.Value == f.value):
-			// Durable: once a read returned v, the key holds v for ever, so an
-			// operation called later that agrees with v (a read of v, a found
-			// lookup, any publish — it keeps the first value) cannot change
-			// the verdict. Ones that disagree stay and fail.
-			dropped++
-			continue
-		case op.Kind == KindFetch && op.Status == drivers.OK:
-			in.step = stFetchOK
-		case op.Kind == KindFetch && op.Status == drivers.Miss:
-			in.step = stFetchMiss
-		case op.Kind == KindLookup && op.Status == drivers.OK:
-			in.step = stFound
-		case op.Kind == KindLookup && op.Status == drivers.Miss:
-			in.step = stAbsent
-		case op.Kind == KindPublish && op.Status == drivers.OK:
-			in.step = stStore
-		case op.Kind == KindPublish && op.Effect == TookEffect && op.EffectSeq > 0 && op.Status != drivers.Miss:
-			in.step, ret = stStore, max(op.EffectSeq, op.Call)
-		case op.Kind == KindPublish && !op.Settled() && op.Effect != NoEffect &&
-			(observed[obs{ranks[i], op.Value}] || f.found):
-			in.step, ret = stStore, Never
-		default:
-			// A fetch or lookup without OK/MISS constrains nothing; a
-			// declined publish (MISS) is legal in every state and changes
-			// none; a NoEffect publish did not happen; an unobserved
-			// ambiguous one may as well not have (linearized last, it
-			// changes nothing).
-			dropped++
-			continue
-		}
-		if ret == Never {
-			ret = end
-		}
-		list = append(list, prepared{key: ranks[i], index: int32(i), call: op.Call, ret: ret})
-	}
-	// Group by key with a counting sort that keeps input order; a recorded
-	// history is already in call order, so a key's run rarely needs sorting.
-	start := make([]int, len(keys)+1)
-	for _, p := range list {
-		start[p.key+1]++
-	}
-	for k := range keys {
-		start[k+1] += start[k]
-	}
-	grouped := make([]prepared, len(list))
-	next := append([]int(nil), start[:len(keys)]...)
-	for _, p := range list {
-		grouped[next[p.key]] = p
-		next[p.key]++
-	}
-	list = grouped
-	byTime := func(a, b prepared) int {
-		return cmp.Or(cmp.Compare(a.call, b.call), cmp.Compare(a.ret, b.ret), cmp.Compare(a.index, b.index))
-	}
-	for k := range keys {
-		if run := list[start[k]:start[k+1]]; !slices.IsSortedFunc(run, byTime) {
-			slices.SortFunc(run, byTime)
-		}
-	}
-	out := make([]porcupine.Operation, len(list))
-	var lanes []int64 // per lane: the return of its last operation
-	for i, p := range list {
-		if i == 0 || p.key != list[i-1].key {
-			lanes = lanes[:0]
-		}
-		lane := -1
-		for j, free := range lanes {
-			if free < p.call {
-				lane = j
-				break
-			}
-		}
-		if lane < 0 {
-			lane = len(lanes)
-			lanes = append(lanes, 0)
-		}
-		lanes[lane] = p.ret
-		in := &inputs[p.index]
-		out[i] = porcupine.Operation{ClientId: lane, Input: in, Call: p.call, Return: p.ret, Metadata: in.op}
-	}
-	return out, dropped
-}
-
-// illegalKeys names the partitions no complete linearization covers.
-func illegalKeys(ops []porcupine.Operation, info porcupine.LinearizationInfo) []string {
-	var keys []string
-	parts := partitionByKey(ops)
-	partials := info.PartialLinearizations()
-	for i, part := range parts {
-		if i < len(partials) && longest(partials[i]) < len(part) {
-			keys = append(keys, opOf(part[0]).Key)
-		}
-	}
-	return keys
-}
-
-func longest(partials [][]int) int {
-	n := 0
-	for _, p := range partials {
-		n = max(n, len(p))
-	}
-	return n
-}
-
-// Violations turns an Illegal verdict into one S-LIN violation per failing
-// key, naming the first operation no linearization could place. Ok and
-// Unknown give none: the caller reports Unknown as its own outcome.
-func (r CheckResult) Violations(seed uint64) []rules.Violation {
-	if r.Outcome != porcupine.Illegal {
-		return nil
-	}
-	if len(r.IllegalKeys) == 0 {
-		return []rules.Violation{{Rule: rules.SLin, Class: rules.Safety, Row: -1, Seed: seed,
-			Detail: fmt.Sprintf("history not linearizable against the %v store model (the failing keys were not identified before the timeout)", r.Profile)}}
-	}
-	parts := partitionByKey(r.ops)
-	partials := r.Info.PartialLinearizations()
-	var vs []rules.Violation
-	for i, part := range parts {
-		key := opOf(part[0]).Key
-		if !slices.Contains(r.IllegalKeys, key) || i >= len(partials) {
-			continue
-		}
-		best := []int(nil)
-		for _, p := range partials[i] {
-			if len(p) > len(best) {
-				best = p
-			}
-		}
-		in := make([]bool, len(part))
-		for _, id := range best {
-			in[id] = true
-		}
-		var first *Op
-		firstID := -1
-		for id := range part {
-			if !in[id] && (firstID < 0 || part[id].Return < part[firstID].Return) {
-				firstID = id
-			}
-		}
-		if firstID >= 0 {
-			first = opOf(part[firstID])
-		}
-		v := rules.Violation{Rule: rules.SLin, Class: rules.Safety, Row: -1, Key: key, Seed: seed,
-			Detail: fmt.Sprintf("the key's history is not linearizable against the %v store model: the longest linearization places %d of its %d operations",
-				r.Profile, len(best), len(part))}
-		if first != nil {
-			v.Call, v.Row, v.At = uint64(first.CallID), first.Row, first.ReturnAt
-			if first.Return == Never {
-				v.At = first.CallAt
-			}
-			v.Detail += "; the first one it cannot place: " + first.String()
-		}
-		vs = append(vs, v)
-	}
-	return vs
-}
-
-// WriteVisualization writes porcupine's HTML view of the check: for an
-// Illegal result only the failing keys, else the whole history. Notes whose
-// call or key appears in the view (and notes about neither, like shutdown)
-// are drawn as annotations: callbacks, faults, access changes, cancels,
-// region lifecycle.
-func WriteVisualization(w io.Writer, res CheckResult, notes []Note) error {
-	if res.Err != nil {
-		return fmt.Errorf("model: no visualization: %w", res.Err)
-	}
-	if res.model.Step == nil {
-		return fmt.Errorf("model: no visualization of a CheckResult that Check did not return")
-	}
-	ops := res.ops
-	if len(res.IllegalKeys) > 0 {
-		ops = nil
-		for _, o := range res.ops {
-			if slices.Contains(res.IllegalKeys, opOf(o).Key) {
-				ops = append(ops, o)
-			}
-		}
-	}
-	_, info := porcupine.CheckOperationsVerbose(res.model, ops, res.timeout)
-	info.AddAnnotations(annotations(ops, notes))
-	return porcupine.Visualize(res.model, info, w)
-}
-
-var tagColors = map[string][2]string{ // text, background
-	TagFault:    {"#ffffff", "#c0392b"},
-	TagCallback: {"", "#d6eaf8"},
-	TagAccess:   {"", "#d5f5e3"},
-	TagCancel:   {"", "#fdebd0"},
-	TagRegion:   {"", "#e5e7e9"},
-	TagShutdown: {"#ffffff", "#6c3483"},
-	TagStore:    {"", "#fcf3cf"},
-	TagLookup:   {"", "#ebdef0"},
-}
-
-func annotations(ops []porcupine.Operation, notes []Note) []porcupine.Annotation {
-	keys, calls := map[string]bool{}, map[drivers.CallID]bool{}
-	for _, o := range ops {
-		op := opOf(o)
-		keys[op.Key] = true
-		calls[op.CallID] = true
-	}
-	var out []porcupine.Annotation
-	for _, n := range notes {
-		if !(keys[n.Key] || (n.Call != 0 && calls[n.Call]) || (n.Key == "" && n.Call == 0)) {
-			continue
-		}
-		c := tagColors[n.Tag]
-		desc := n.Text
-		if n.Call != 0 {
-			desc = fmt.Sprintf("call %d: %s", n.Call, n.Text)
-		}
-		out = append(out, porcupine.Annotation{
-			Tag: n.Tag, Start: n.Seq, Description: desc,
-			Details:   n.String(),
-			TextColor: c[0], BackgroundColor: c[1],
-		})
-	}
-	return out
 }

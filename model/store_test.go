@@ -88,9 +88,9 @@ func TestCheckProfiles(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, p := range []struct {
-			profile Profile
+			profile StoreModel
 			want    porcupine.CheckResult
-		}{{Durable, c.durable}, {Evicting, c.evicting}} {
+		}{{DurableStore, c.durable}, {EvictingStore, c.evicting}} {
 			t.Run(c.name+"/"+p.profile.String(), func(t *testing.T) {
 				res := Check(c.h, p.profile, 0)
 				if res.Err != nil || res.Outcome != p.want {
@@ -124,7 +124,7 @@ func TestCheckNamesFailingKeyAndOp(t *testing.T) {
 		on("a", pub(v1, 1, 2, drivers.OK)), on("a", get(v1, 3, 4)),
 		on("b", pub(v1, 5, 6, drivers.OK)), on("b", get(v2, 7, 8)),
 	}
-	res := Check(h, Durable, 0)
+	res := Check(h, DurableStore, 0)
 	vs := res.Violations(1)
 	const repro = "(repro: go test ./model -run TestCheckNamesFailingKeyAndOp)"
 	if len(res.IllegalKeys) != 1 || res.IllegalKeys[0] != "b" || len(vs) != 1 {
@@ -145,7 +145,7 @@ func TestCheckPrePass(t *testing.T) {
 	cases := []struct {
 		name             string
 		h                History
-		profile          Profile
+		profile          StoreModel
 		want             porcupine.CheckResult
 		checked, dropped int
 	}{
@@ -155,13 +155,13 @@ func TestCheckPrePass(t *testing.T) {
 			get(v2, 5, 6),                // kept
 			{Kind: KindFetch, Key: "k", Status: drivers.NotAttempted, Call: 7, Return: 8}, // dropped
 			effect(pub(v9, 9, 10, drivers.NotAttempted), NoEffect, 0),                     // dropped
-		}, Durable, porcupine.Ok, 2, 3},
-		{"declined publishes", History{pub(v1, 1, 2, drivers.Miss), pub(v2, 3, 4, drivers.OK), pub(v1, 5, 6, drivers.Miss), get(v2, 7, 8)}, Evicting, porcupine.Ok, 2, 2},
-		{"durable: agreeing ops after the first read", settled, Durable, porcupine.Ok, 2, 4},
-		{"evicting keeps them", settled, Evicting, porcupine.Ok, 6, 0},
-		{"durable: a disagreeing read after the first read stays", append(append(History(nil), settled...), get(v2, 12, 13)), Durable, porcupine.Illegal, 3, 4},
-		{"durable: a MISS after the first read stays", append(append(History(nil), settled...), get(0, 12, 13)), Durable, porcupine.Illegal, 3, 4},
-		{"durable: overlapping the first read is kept", History{pub(v1, 1, 2, drivers.OK), get(v1, 3, 6), get(v1, 6, 7)}, Durable, porcupine.Ok, 3, 0},
+		}, DurableStore, porcupine.Ok, 2, 3},
+		{"declined publishes", History{pub(v1, 1, 2, drivers.Miss), pub(v2, 3, 4, drivers.OK), pub(v1, 5, 6, drivers.Miss), get(v2, 7, 8)}, EvictingStore, porcupine.Ok, 2, 2},
+		{"durable: agreeing ops after the first read", settled, DurableStore, porcupine.Ok, 2, 4},
+		{"evicting keeps them", settled, EvictingStore, porcupine.Ok, 6, 0},
+		{"durable: a disagreeing read after the first read stays", append(append(History(nil), settled...), get(v2, 12, 13)), DurableStore, porcupine.Illegal, 3, 4},
+		{"durable: a MISS after the first read stays", append(append(History(nil), settled...), get(0, 12, 13)), DurableStore, porcupine.Illegal, 3, 4},
+		{"durable: overlapping the first read is kept", History{pub(v1, 1, 2, drivers.OK), get(v1, 3, 6), get(v1, 6, 7)}, DurableStore, porcupine.Ok, 3, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -178,15 +178,15 @@ func TestCheckBadInput(t *testing.T) {
 	cases := []struct {
 		name    string
 		h       History
-		profile Profile
+		profile StoreModel
 		want    error
 	}{
-		{"unknown profile", nil, Profile(9), ErrBadProfile},
-		{"return before call", History{get(v1, 5, 4)}, Durable, ErrBadHistory},
-		{"publish without value", History{pub(0, 1, 2, drivers.OK)}, Durable, ErrBadHistory},
-		{"fetch OK without value", History{{Kind: KindFetch, Key: "k", Status: drivers.OK, Call: 1, Return: 2}}, Durable, ErrBadHistory},
-		{"no key", History{on("", get(0, 1, 2))}, Durable, ErrBadHistory},
-		{"unknown kind", History{{Kind: 0, Key: "k", Call: 1, Return: 2}}, Durable, ErrBadHistory},
+		{"unknown profile", nil, StoreModel(9), ErrBadStoreModel},
+		{"return before call", History{get(v1, 5, 4)}, DurableStore, ErrBadHistory},
+		{"publish without value", History{pub(0, 1, 2, drivers.OK)}, DurableStore, ErrBadHistory},
+		{"fetch OK without value", History{{Kind: KindFetch, Key: "k", Status: drivers.OK, Call: 1, Return: 2}}, DurableStore, ErrBadHistory},
+		{"no key", History{on("", get(0, 1, 2))}, DurableStore, ErrBadHistory},
+		{"unknown kind", History{{Kind: 0, Key: "k", Call: 1, Return: 2}}, DurableStore, ErrBadHistory},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -214,7 +214,7 @@ func TestCheckTimeoutIsUnknown(t *testing.T) {
 		}
 	}
 	h = append(h, get(v9, 1001, 1002))
-	res := Check(h, Durable, 20*time.Millisecond)
+	res := Check(h, DurableStore, 20*time.Millisecond)
 	if res.Outcome != porcupine.Unknown || res.Ok() || len(res.Violations(1)) != 0 {
 		t.Fatalf("got %v, want Unknown with no S-LIN violation (repro: go test ./model -run TestCheckTimeoutIsUnknown)", res)
 	}
@@ -233,12 +233,12 @@ func TestWriteVisualization(t *testing.T) {
 	const repro = "(repro: go test ./model -run TestWriteVisualization)"
 	for _, c := range []struct {
 		name    string
-		profile Profile
+		profile StoreModel
 		has     []string
 		hasNot  []string
 	}{
-		{"illegal shows failing key", Durable, []string{"callback of call 5", "injected delay", "FETCH → MISS"}, []string{"note about key a only"}},
-		{"legal shows everything", Evicting, []string{"callback of call 5", "note about key a only", "FETCH → OK"}, nil},
+		{"illegal shows failing key", DurableStore, []string{"callback of call 5", "injected delay", "FETCH → MISS"}, []string{"note about key a only"}},
+		{"legal shows everything", EvictingStore, []string{"callback of call 5", "note about key a only", "FETCH → OK"}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			res := Check(h, c.profile, 0)

@@ -47,6 +47,13 @@ var brokenCases = []struct {
 	{"cancel_racing_completion", "broken:BlockingCancel", rules.DCan1},
 	{"drain_last_callback", "broken:DrainLies", rules.DDrain1},
 	{"unprovable_shutdown", "broken:SilentShutdown", rules.DShut1},
+	{"repeated_key", "broken:BatchKeyedByKey", rules.DBatchKeys},
+	{"repeated_key", "broken:ConcurrentPutTruncates", rules.SLin},
+	{"end_to_end", "broken:NotFoundAsError", rules.DMissHonest},
+	{"evict_mid_fetch", "broken:LeaseExpiredRead", rules.SLin},
+	{"end_to_end", "broken:EmptyGetOK", rules.SLin},
+	{"register_fail_at_k", "broken:NoTogetherRollback", rules.DTog1},
+	{"register_overlap", "broken:DoubleRegistration", rules.DReg1},
 }
 
 // TestBrokenDriversFail: every scenario in brokenCases passes with the

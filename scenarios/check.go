@@ -23,17 +23,17 @@ const linTimeout = 10 * time.Second
 // liveness (only when nothing is queued), the backend's boundary checks and
 // linearizability of every row result against the store model (S-LIN). It
 // prints each violation with its rule id, or "ok".
-func cmdCheck(w *world, b *block) error {
+func cmdCheck(w *scenarioRun, b *block) error {
 	if err := w.needStore(b); err != nil {
 		return err
 	}
 	idle := w.s.Idle()
 	in := engine.CheckInput{
 		Finished: idle, Idle: idle, // no callback can still come
-		At: w.s.Now(), Seed: w.seed, Profile: model.Durable, LinTimeout: linTimeout,
+		At: w.s.Now(), Seed: w.seed, StoreModel: model.DurableStore, LinTimeout: linTimeout,
 	}
 	if w.evicting {
-		in.Profile = model.Evicting
+		in.StoreModel = model.EvictingStore
 	}
 	for _, ep := range w.eps {
 		in.Endpoints = append(in.Endpoints, ep.Endpoint)

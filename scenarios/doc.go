@@ -26,7 +26,7 @@
 // ./scenarios -rewrite, storesim scenario --rewrite) writes the actual
 // output back, keeping comments; read the diff before committing it.
 //
-// # The world
+// # The scheduler, the store and the endpoints
 //
 // Every file starts with `store durable|evicting [seed=N]`: one
 // deterministic scheduler (sim.Scheduler) whose seed decides every

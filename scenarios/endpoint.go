@@ -63,7 +63,7 @@ func parseRegion(s string) (regionSpec, error) {
 // (workload.CheckRegion; the memory of every region of the file together
 // within workload.MaxTotalBytes), so a region of 3000000000 slots is one
 // error line, not an out-of-memory crash.
-func (w *world) limitRegion(r regionSpec) error {
+func (w *scenarioRun) limitRegion(r regionSpec) error {
 	if err := workload.CheckRegion(r.String(), r.slots, r.slotBytes); err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (r regionSpec) String() string {
 // (through the registry), contract monitor with the history recorder and the
 // scenario's printer as observers, and the backend, which registers at once
 // unless register=later.
-func cmdEndpoint(w *world, b *block) error {
+func cmdEndpoint(w *scenarioRun, b *block) error {
 	if err := w.needStore(b); err != nil {
 		return err
 	}
@@ -220,7 +220,7 @@ func cmdEndpoint(w *world, b *block) error {
 // region that has memory of its own) and the claim of the regions the
 // backend is asked to register, which may state a geometry their memory
 // does not have.
-func (w *world) memory(b *block, ep *endpoint) ([]lender.Spec, func(*lender.Lender) ([]drivers.Region, error)) {
+func (w *scenarioRun) memory(b *block, ep *endpoint) ([]lender.Spec, func(*lender.Lender) ([]drivers.Region, error)) {
 	var specs []lender.Spec
 	arenaLabel := map[int]string{}
 	used := map[string]bool{}
@@ -268,7 +268,7 @@ func (w *world) memory(b *block, ep *endpoint) ([]lender.Spec, func(*lender.Lend
 
 // touch prints a memory touch when the scenario shows touches (the
 // recorder, the memory oracle, saw it first).
-func (w *world) touch(ep *endpoint, t arena.Touch) {
+func (w *scenarioRun) touch(ep *endpoint, t arena.Touch) {
 	if !w.touches {
 		return
 	}
@@ -285,7 +285,7 @@ func (w *world) touch(ep *endpoint, t arena.Touch) {
 }
 
 // register builds the backend, which validates and registers the regions.
-func (w *world) register(ep *endpoint) {
+func (w *scenarioRun) register(ep *endpoint) {
 	ep.Register()
 	switch b, err := ep.Backend, ep.RegErr; {
 	case b == nil:
@@ -300,7 +300,7 @@ func (w *world) register(ep *endpoint) {
 }
 
 // faultsArg reads faults=row-fault:0.5,late-write:1.
-func (w *world) faultsArg(b *block) (memdriver.FaultMix, error) {
+func (w *scenarioRun) faultsArg(b *block) (memdriver.FaultMix, error) {
 	var lines []string
 	for _, f := range listArg(b, "faults") {
 		name, rate, ok := strings.Cut(f, ":")
@@ -320,7 +320,7 @@ func (w *world) faultsArg(b *block) (memdriver.FaultMix, error) {
 // driver boundary as it happens and keeps the scenario's truth about
 // publishes and fetches in flight.
 type printer struct {
-	w  *world
+	w  *scenarioRun
 	ep *endpoint
 }
 

@@ -29,7 +29,10 @@ var ErrUnconvertible = errors.New("op log cannot become a scenario")
 // queued, unprovable, regions and its fault lines as faults=KIND:RATE;
 // then, per op, a `tick` to the op's virtual time and the op itself —
 // publish/fetch named as=opN (N is the op's index in the log), `cancel
-// opN`, `shutdown EP` — and finally `stabilize` and `check`.
+// opN`, `shutdown EP` — and finally `stabilize` and `check`. What the
+// language cannot state becomes a comment line: Quiesce questions, views
+// made wrong on purpose, and driver probes (workload.Probe), whose
+// handles the driver picks at run time.
 //
 // The interleaving is the scenario scheduler's, not the harness's: an op
 // runs after every event due at its time (in the harness it is one more
@@ -121,6 +124,11 @@ func oplogBody(log *workload.Log) (string, error) {
 			now = op.At
 		}
 		switch op.Kind {
+		case workload.Probe:
+			// A driver probe runs on memory and keys of its own and names handles
+			// the driver picks at run time; driver-register/-submit state fixed ones.
+			fmt.Fprintf(&b, "# op %d is a driver probe (%s on %s): not in the scenario language\n\n", i, op.Probe, op.Endpoint)
+			continue
 		case workload.Quiesce:
 			// Quiesce asks and changes nothing; the language has no question for it.
 			fmt.Fprintf(&b, "# op %d asks Quiesce about ops %v: not in the scenario language\n\n", i, op.Targets)

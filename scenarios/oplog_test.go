@@ -92,7 +92,9 @@ op at=5us fetch A keys=y,z mask=01
 op at=40us shutdown B
 op at=41us cancel 4
 op at=41us shutdown B
+op at=45us probe A concurrent-put
 op at=50us shutdown A
+op at=60us probe B after-shutdown
 `,
 			want: []string{
 				"store evicting seed=7 wake-delay=", "evict-chance=0.05",
@@ -102,7 +104,9 @@ op at=50us shutdown A
 				"fetch A keys=y,z mask=01 as=op3", "tick 35us", "shutdown B",
 				"# op 5 cancels op 4, a shutdown: nothing to cancel",
 				"# op 6 shuts B down again: the harness ignores it",
-				"tick 9us", "shutdown A",
+				"# op 7 is a driver probe (concurrent-put on A): not in the scenario language",
+				"tick 5us", "shutdown A",
+				"# op 9 is a driver probe (after-shutdown on B): not in the scenario language",
 			},
 		},
 	}

@@ -138,7 +138,7 @@ type cmdSpec struct {
 	usage          string
 	minPos, maxPos int // maxPos -1: any number
 	keys           []string
-	run            func(w *world, b *block) error
+	run            func(w *scenarioRun, b *block) error
 }
 
 func (s cmdSpec) allows(k string) bool {
@@ -178,15 +178,15 @@ func commandNames() []string {
 
 // argument accessors: each failure is a bad-argument error naming the line.
 
-func (w *world) fail(b *block, format string, args ...any) error {
+func (w *scenarioRun) fail(b *block, format string, args ...any) error {
 	return &Error{w.file, b.line, b.cmd + ": " + fmt.Sprintf(format, args...)}
 }
 
-func (w *world) badArg(b *block, key, want string) error {
+func (w *scenarioRun) badArg(b *block, key, want string) error {
 	return w.fail(b, "bad argument %s=%q: want %s", key, b.args[key], want)
 }
 
-func (w *world) intArg(b *block, key string, def int) (int, error) {
+func (w *scenarioRun) intArg(b *block, key string, def int) (int, error) {
 	v, ok := b.args[key]
 	if !ok {
 		return def, nil
@@ -198,7 +198,7 @@ func (w *world) intArg(b *block, key string, def int) (int, error) {
 	return n, nil
 }
 
-func (w *world) boolArg(b *block, key string, def bool) (bool, error) {
+func (w *scenarioRun) boolArg(b *block, key string, def bool) (bool, error) {
 	v, ok := b.args[key]
 	if !ok {
 		return def, nil
@@ -210,7 +210,7 @@ func (w *world) boolArg(b *block, key string, def bool) (bool, error) {
 	return x, nil
 }
 
-func (w *world) floatArg(b *block, key string, def float64) (float64, error) {
+func (w *scenarioRun) floatArg(b *block, key string, def float64) (float64, error) {
 	v, ok := b.args[key]
 	if !ok {
 		return def, nil
@@ -222,7 +222,7 @@ func (w *world) floatArg(b *block, key string, def float64) (float64, error) {
 	return x, nil
 }
 
-func (w *world) durArg(b *block, key string, def time.Duration) (time.Duration, error) {
+func (w *scenarioRun) durArg(b *block, key string, def time.Duration) (time.Duration, error) {
 	v, ok := b.args[key]
 	if !ok {
 		return def, nil
@@ -244,7 +244,7 @@ func listArg(b *block, key string) []string {
 }
 
 // maskArg reads mask=1101 for n rows (absent: all ones).
-func (w *world) maskArg(b *block, n int) ([]bool, error) {
+func (w *scenarioRun) maskArg(b *block, n int) ([]bool, error) {
 	v, ok := b.args["mask"]
 	if !ok {
 		m := make([]bool, n)

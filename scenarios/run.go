@@ -181,7 +181,7 @@ func Run(name, text string, opts Options) (res FileResult, err error) {
 	if err != nil {
 		return res, err
 	}
-	w := newWorld(name, opts)
+	w := newScenarioRun(name, opts)
 	var out strings.Builder
 	for _, it := range items {
 		if it.block == nil {
@@ -212,7 +212,7 @@ func Run(name, text string, opts Options) (res FileResult, err error) {
 
 // exec runs one command and returns its output. A panic in the code under
 // test is reported as an error naming the line, never passed on.
-func (w *world) exec(b *block) (got string, err error) {
+func (w *scenarioRun) exec(b *block) (got string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%s:%d: %s panicked: %v", w.file, b.line, b.cmd, p)

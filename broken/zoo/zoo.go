@@ -140,6 +140,16 @@ var Bugs = []Bug{
 	// Modelled on failed KV loads counted as loaded, the request going on with missing KV (vLLM kv_load_failure_policy, LMCache #1835, vllm-ascend #10561).
 	{Name: "failed_fetch_delivered", Breaks: rules.BFetch, What: "a fetch that fails after some rows arrived is committed Delivered with those rows, as if the load had succeeded",
 		Trips: []rules.ID{rules.BFetch}},
+	// Modelled on "all quiet" checks that return on the first quiet member
+	// of a group (a wait-for-all written as a wait-for-any).
+	{Name: "quiesce_any", Breaks: rules.BAccess, What: "Quiesce answers true as soon as one listed attempt is quiet",
+		Trips: []rules.ID{rules.BAccess}},
+	// Modelled on request validation that lost a clause in a refactor.
+	{Name: "empty_key_accepted", Breaks: rules.BSubmit, What: "a view row with an empty key is admitted instead of refused",
+		Trips: []rules.ID{rules.BSubmit, rules.BCut, rules.BBound, rules.BAccess, rules.SLin, rules.HarnessErr}},
+	// Modelled on buffer-index checks off by one at the end of a pool.
+	{Name: "slot_past_end", Breaks: rules.BSubmit, What: "a row at the slot just past its region's end is taken as inside the registration",
+		Trips: []rules.ID{rules.BSubmit, rules.BCut, rules.BAccess, rules.BBound}},
 	// Modelled on in-flight limits checked with <= instead of <.
 	{Name: "inflight_off_by_one", Breaks: rules.BBound, What: "the dispatch loop admits a call while in-flight <= MaxCallsInFlight, so MaxCallsInFlight+1 calls run at once",
 		Trips: []rules.ID{rules.BBound}},

@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/storesim/storesim/drivers"
@@ -59,6 +60,12 @@ func caseStoppedWaiting(w *world) {
 }
 
 func (w *world) judgeEndedAfterError() {
+	endedAt := map[drivers.CallID]time.Duration{}
+	for _, c := range w.ep.Recorder.Calls() {
+		if c.EndedSeq != 0 {
+			endedAt[c.ID] = c.EndedAt
+		}
+	}
 	faulted := map[drivers.CallID]bool{}
 	w.mu.Lock()
 	calls := append([]*callT(nil), w.calls...)
@@ -72,7 +79,10 @@ func (w *world) judgeEndedAfterError() {
 	}
 	for _, v := range w.ep.Recorder.MemoryViolations(w.arenas...) {
 		if v.Rule == rules.DAccessEnd && faulted[drivers.CallID(v.Call)] {
-			w.fail(rules.DAccess, "call %d stopped waiting after a transport error (a row is FAULT) and reported ENDED, but its transfer touched memory afterwards: its access was UNPROVABLE (%s)", v.Call, v.Detail)
+			// The finding is about the ENDED the call reported, before the
+			// late touch (D-ACCESS-END) that followed from it.
+			w.finding(mark{at: endedAt[drivers.CallID(v.Call)]}, rules.Violation{Rule: rules.DAccess, Call: v.Call, Row: -1,
+				Detail: fmt.Sprintf("the call stopped waiting after a transport error (a row is FAULT) and reported ENDED, but its transfer touched memory afterwards: its access was UNPROVABLE (%s)", v.Detail)})
 		}
 	}
 }

@@ -163,12 +163,14 @@ func caseCloseHonest(w *world) {
 			}
 			w.skip("registering a fresh region was refused: %v", err)
 		}
+		control := w.aliasRefused(a) // h is live: the same memory is refused
 		if w.caps.CanPublish {
 			w.run(drivers.Publish, w.rows(a, h, w.key()))
 		}
 		prevOK = false
 		for try := 0; try < 12; try++ {
 			err = w.unregister(h)
+			m := w.mark()
 			if err == nil {
 				prevOK = true
 				break
@@ -176,7 +178,11 @@ func caseCloseHonest(w *world) {
 			if !errors.Is(err, drivers.ErrUnregisterFailed) {
 				break
 			}
-			// still live: a call on it is accepted
+			// still live: the same memory is still refused, and a call on it
+			// is accepted
+			if w.refusedCloseKept(a, h, err, control, m) {
+				return
+			}
 			if w.caps.CanPublish {
 				ct := w.run(drivers.Publish, w.rows(a, h, w.key()))
 				if errors.Is(ct.err, drivers.ErrInvalidSubmission) {
@@ -242,6 +248,7 @@ func caseRegisterAfterShutdown(w *world) {
 // close succeeds.
 func caseBusyClose(w *world) {
 	a, h := w.region(64, 32)
+	control := w.aliasRefused(a) // h is live: the same memory is refused
 	ct := w.submit(w.anyDir(), w.rows(a, h, w.keys(w.batchSize(4))...))
 	if ct.err != nil {
 		w.skip("the call was refused: %v", ct.err)
@@ -251,6 +258,10 @@ func caseBusyClose(w *world) {
 	}
 	busy := !ct.c.Access().Evidenced() || ct.c.Access() == drivers.AccessUnprovable
 	err := w.unregister(h)
+	m := w.mark()
+	if w.refusedCloseKept(a, h, err, control, m) {
+		return // the binding is no longer what the caller holds
+	}
 	switch {
 	case busy && err == nil:
 		w.fail(rules.DReg6, "Unregister of handle %d succeeded while call %d, whose access is not ENDED, names it (want ErrBusy)", h, ct.c.ID())
@@ -279,6 +290,7 @@ func caseBusyClose(w *world) {
 // Shutdown, which must label it.
 func caseBusyForever(w *world) {
 	a, h := w.region(32, 32)
+	control := w.aliasRefused(a) // h is live: the same memory is refused
 	ct := w.submit(w.anyDir(), w.rows(a, h, w.keys(w.batchSize(2))...))
 	if ct.err != nil {
 		w.skip("the call was refused: %v", ct.err)
@@ -287,9 +299,13 @@ func caseBusyForever(w *world) {
 	if ct.c.Access() == drivers.AccessEnded {
 		w.skip("the call ended (Env.Faults.NeverEnds not honoured)")
 	}
-	if err := w.unregister(h); err == nil {
+	err := w.unregister(h)
+	m := w.mark()
+	if err == nil {
 		w.fail(rules.DReg6, "Unregister of handle %d succeeded while call %d (access %v) names it", h, ct.c.ID(), ct.c.Access())
+		return
 	}
+	w.refusedCloseKept(a, h, err, control, m) // refused: the binding stays live
 }
 
 // togetherArenas makes n arenas for a together-registration.

@@ -3,6 +3,7 @@ package drivertest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -62,13 +63,23 @@ type probe struct {
 
 // ruleAcc accumulates one rule group's outcome.
 type ruleAcc struct {
-	// first is the run that found the group's first violation: what its
-	// repro reruns.
-	first      *Rerun
-	cases      int
-	seeds      []uint64
-	violations []string
-	extra      int // violations beyond the kept ones
+	cases int
+	seeds []uint64
+	// Findings filed under the group (cause.go): every one counted, the
+	// first maxShown kept of those that were their run's first cause
+	// (leads) and of the others (rest), and the swarm's first; with the
+	// run each list's first line came from (what the group's repro
+	// reruns: firstRun).
+	found      int
+	swarmFound int
+	leads      []string
+	rest       []string
+	swarmLine  string
+	leadRun    *Rerun
+	restRun    *Rerun
+	swarmRun   *Rerun
+	firstRuns  int            // runs whose first cause is this group
+	after      map[string]int // runs in which it failed after another group's first cause, by that group
 	pairs      pairHits
 	ran        int
 	skipped    map[string]int // skip reason → runs
@@ -115,7 +126,7 @@ func newCertifier(h Harness, opts Options) *certifier {
 func (c *certifier) acc(rule string) *ruleAcc {
 	a := c.byRule[rule]
 	if a == nil {
-		a = &ruleAcc{skipped: map[string]int{}}
+		a = &ruleAcc{skipped: map[string]int{}, after: map[string]int{}}
 		c.byRule[rule] = a
 		c.order = append(c.order, rule)
 	}
@@ -334,7 +345,7 @@ func (c *certifier) runOne(g *group, cs *caseDef, seed uint64, directed bool) st
 	run := Rerun{Group: g.rule.String(), Case: cs.name, Seed: seed, Directed: directed}
 	where := "case " + run.String()
 	if err != nil {
-		c.record(g.rule.String(), rules.Violation{Rule: g.rule, Class: rules.Harness, Row: -1, Seed: seed, Detail: fmt.Sprintf("cannot build the driver: %v", err)}, where, run)
+		c.recordRun(g.rule.String(), []rules.Violation{{Rule: g.rule, Class: rules.Harness, Row: -1, Seed: seed, Detail: fmt.Sprintf("cannot build the driver: %v", err)}}, where, run)
 		return ""
 	}
 	skipped := ""
@@ -350,9 +361,7 @@ func (c *certifier) runOne(g *group, cs *caseDef, seed uint64, directed bool) st
 		}()
 		cs.run(w)
 	}()
-	for _, v := range w.finish() {
-		c.record(g.rule.String(), v, where, run)
-	}
+	c.recordRun(g.rule.String(), w.finish(), where, run)
 	c.gaps = append(c.gaps, w.gaps...)
 	hits := w.pc.snapshot()
 	a.pairs.add(hits)
@@ -378,34 +387,6 @@ var aliases = map[rules.ID]rules.ID{
 	rules.SHold:         rules.DShut1,
 	rules.BShut:         rules.DDrain1,
 	rules.SLin:          rules.DStatus, // a row result the store model contradicts
-}
-
-// record attributes one violation, found by run: to the group its rule
-// names, else by alias, else to the group whose case found it (caseGroup,
-// a row of the report).
-func (c *certifier) record(caseGroup string, v rules.Violation, where string, run Rerun) {
-	target := caseGroup
-	switch {
-	case c.isGroup(v.Rule):
-		target = v.Rule.String()
-	case aliases[v.Rule] != 0:
-		target = aliases[v.Rule].String()
-	}
-	line := v.String() + " (" + where + ")"
-	if c.collect {
-		c.found = append(c.found, found{row: target, text: line, run: run})
-	}
-	a := c.acc(target)
-	if a.first == nil {
-		a.first = &run
-	}
-	if len(a.violations) >= 20 {
-		a.extra++
-		return
-	}
-	if !slices.Contains(a.violations, line) {
-		a.violations = append(a.violations, line)
-	}
 }
 
 func (c *certifier) isGroup(rule rules.ID) bool {
@@ -444,17 +425,21 @@ func (c *certifier) report() Report {
 	}
 	for _, rule := range c.order {
 		a := c.byRule[rule]
-		rr := RuleResult{Rule: rule, Cases: a.cases, Seeds: a.seeds, Violations: a.violations, Found: len(a.violations) + a.extra, First: a.first}
-		if a.first != nil {
-			rr.Repro = c.repro(*a.first)
+		rr := RuleResult{Rule: rule, Cases: a.cases, Seeds: a.seeds, Found: a.found, FirstCause: a.firstRuns,
+			ConsequenceOf: c.consequenceOf(rule), First: a.firstRun()}
+		if rr.First != nil {
+			rr.Repro = c.repro(*rr.First)
 		} else {
 			rr.Repro = c.repro(Rerun{Group: rule})
 		}
+		if len(a.after) > 0 {
+			rr.After = maps.Clone(a.after)
+		}
+		if a.found > 0 {
+			rr.Violations = a.shown()
+		}
 		if rr.Seeds == nil {
 			rr.Seeds = []uint64{}
-		}
-		if a.extra > 0 {
-			rr.Violations = append(rr.Violations, fmt.Sprintf("… and %d more", a.extra))
 		}
 		if a.pairs != (pairHits{}) {
 			for _, p := range a.pairs.list() {
@@ -465,7 +450,7 @@ func (c *certifier) report() Report {
 		}
 		reasons := skipReasons(a.skipped)
 		switch {
-		case len(a.violations) > 0:
+		case a.found > 0:
 			rr.Verdict = Fail
 			if a.ran == 0 && reasons != "" {
 				rr.Reason = "its own cases did not run (" + reasons + ") but violations were found elsewhere"

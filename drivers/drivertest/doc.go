@@ -23,8 +23,10 @@
 // (or the swarm and its store profile), its own seed, and whether it is
 // the case's directed run. A violation says which run found it ("case
 // D-STATUS/fetch-absent-untouched, random seed N"); a failing group's
-// repro reruns the run of its first violation, and on the simulator that
-// run shows the same violation again: Options.Only in [Certify],
+// repro reruns the run of the first violation its row shows (the first
+// run whose first cause the group was, when there is one: see "First
+// cause first"), and on the simulator that run shows the same violation
+// first again: Options.Only in [Certify],
 // `storesim certify --driver NAME --rule GROUP --case CASE --seed N
 // [--directed]` in the CLI (a swarm run: `storesim replay --seed N …`),
 // and in [Run] the go test command of the case's subtest with
@@ -51,12 +53,51 @@
 // A violation counts against the group its rule names, wherever it was
 // found (a late write seen in a status case is D-ACCESS-END); oracle rules
 // that name no driver rule are attributed by a fixed table (a touch of
-// released memory is D-ACCESS-END, a hang D-SUB-3) or to the group whose
-// case found it (S-LIN).
+// released memory is D-ACCESS-END, a hang D-SUB-3, an S-LIN failure a row
+// result the store contradicts, D-STATUS) or to the group whose case found
+// it. An S-LIN failure whose first operation the store model cannot place
+// is a lookup is filed under D-LOOK-2: which lookup answer lied cannot be
+// told from the history (in the evicting model a stale "absent" surfaces
+// as a later honest "present"), and where the suite knows the store the
+// monitor tells "present for a key known absent" apart (D-LOOK-1).
 //
 // On top, a simulated driver runs a swarm of backend-driven workloads
 // through the run function of fuzz/engine (Options.Swarm per store
 // profile), whose failures are attributed the same way.
+//
+// # Every answer is judged
+//
+// Not only the positive answers: a drain that says "not done" at rest,
+// with every call evidenced (UNPROVABLE is evidence), is D-DRAIN-1 (the
+// monitor's AtRest, asked by the drain cases once nothing is runnable, and
+// a directed case with calls that stay UNPROVABLE); a shutdown label names
+// a region the driver still holds, and an unlabelled region was released
+// (the monitor, with the driver's Live/Bound probes); a PUBLISH row
+// reported NOT_ATTEMPTED never wrote the store (the memory oracle holds the
+// simulated store's log of puts against the rows' answers, and a directed
+// case looks the keys up); after a refused close the memory is still
+// registered, so registering it again under another label is refused (a
+// probe after a control probe, D-REG-4 and D-REG-6); lookups of exactly
+// MaxRowsPerOp keys mix absent keys in (D-LOOK-1, D-LOOK-2).
+//
+// # First cause first
+//
+// Within one run (case run or swarm seed) the findings are put in causal
+// order: by virtual time; at one instant in the order the monitor found
+// them (monitor.Monitor.Detected), a case's own finding placed at the mark
+// it took (the moment of the answer it judges); the end-of-run oracles
+// after those, contract before safety before liveness; a harness finding
+// never first. The run's first finding is its first cause. Per rule the
+// report counts the runs it was first cause of (RuleResult.FirstCause) and
+// the runs it failed after another rule's first cause (RuleResult.After); a
+// rule never first failed only as a consequence (RuleResult.ConsequenceOf,
+// and the table says so). [Report.Failed] lists the first causes first — a
+// rule that others followed before them — so its first entry is the rule a
+// broken driver is named for. Every finding is counted (Found); a row shows
+// at most 20, its runs' first causes first and a swarm finding always
+// among them, then "… and K more" with what the rest are. RuleResult.First
+// is the run the first line shown came from, so a rule's repro reruns a
+// run it was the first cause of whenever there is one.
 //
 // # Capabilities and skips
 //

@@ -65,6 +65,7 @@ func allGroups() []*group {
 			{name: "mixed-batch-in-order", caps: atLeastRows(4), run: caseMixedBatch},
 			{name: "size-mismatch-not-ok", run: caseSizeMismatch},
 			{name: "publish-ok-is-stored", needs: needPublish, run: casePublishOK},
+			{name: "not-attempted-publish-never-stored", needs: needCancelPublish, run: caseNotAttemptedNeverStored},
 		}},
 		{rule: rules.DMissHonest, needs: needAbsent, cases: []caseDef{
 			{name: "absent-is-miss", caps: absentIsMiss, run: caseAbsentIsMiss},
@@ -115,9 +116,11 @@ func allGroups() []*group {
 		}},
 		{rule: rules.DLook1, needs: always, cases: []caseDef{
 			{name: "one-bool-per-key", run: caseLookupShape},
+			{name: "full-size-with-absent", needs: needLookupTruth, run: caseFullLookupWithAbsent},
 		}},
 		{rule: rules.DLook2, needs: needAll(needPublish, needAbsent), cases: []caseDef{
 			{name: "outage-is-error", faults: lookupFails, run: caseLookupOutage},
+			{name: "full-size-outage-is-error", faults: someLookupFails, run: caseFullLookupOutage},
 		}},
 		{rule: rules.DSub1, needs: always, cases: []caseDef{
 			{name: "validate-before-access", caps: atLeastRows(3), run: caseValidateFirst},
@@ -163,6 +166,7 @@ func allGroups() []*group {
 		{rule: rules.DDrain1, needs: always, cases: []caseDef{
 			{name: "drain-stops-admission", faults: delays, run: caseDrainStopsAdmission},
 			{name: "hung-call-stays-pending", faults: neverEnds, run: caseDrainWithHungCall},
+			{name: "unprovable-call-drains", faults: unprovableMix, run: caseUnprovableDrains},
 		}},
 		{rule: rules.DDrain2, needs: always, cases: []caseDef{
 			{name: "done-after-last-callback", faults: callbackMix, run: caseDrainAfterLastCallback},

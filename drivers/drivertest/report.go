@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/storesim/storesim/drivers"
@@ -64,15 +65,29 @@ type RuleResult struct {
 	// randomized runs of the group's cases.
 	Cases int      `json:"cases"`
 	Seeds []uint64 `json:"seeds"`
-	// Violations found anywhere in the certification that name this rule
-	// (at most 20, then a count), each with the case and seed that found it;
-	// Found counts them all.
+	// Violations found anywhere in the certification that are filed under
+	// this rule, each with the case or swarm seed that found it: at most 20,
+	// those that were their run's first cause first (a swarm finding always
+	// among them when the swarm found any), then "… and K more"; Found
+	// counts them all.
 	Violations []string `json:"violations,omitempty"`
 	Found      int      `json:"found"`
+	// FirstCause counts the runs (case runs and swarm seeds) whose first
+	// finding — in causal order: virtual time, then the order the monitor
+	// found them — is filed under this rule. ConsequenceOf names the rule
+	// it failed after, when it never was a run's first cause: it failed
+	// only as a consequence.
+	FirstCause    int    `json:"first_cause"`
+	ConsequenceOf string `json:"consequence_of,omitempty"`
+	// After counts the runs in which this rule failed after another rule's
+	// first cause, by that rule.
+	After map[string]int `json:"after,omitempty"`
 	// Pairs are the race pairs the group's cases exercised.
 	Pairs []PairCount `json:"race_pairs,omitempty"`
-	// First is the run that found the group's first violation; Repro
-	// reruns exactly that run when the group failed, else the whole group.
+	// First is the run that found the group's first violation shown (in
+	// Violations: the first run whose first cause the group was, when there
+	// is one); Repro reruns exactly that run when the group failed, else
+	// the whole group.
 	First *Rerun `json:"first,omitempty"`
 	Repro string `json:"repro"`
 }
@@ -106,13 +121,48 @@ func (r *Report) Rule(rule string) (RuleResult, bool) {
 	return RuleResult{}, false
 }
 
-// Failed lists the rule groups that failed, in table order.
+// Failed lists the rule groups that failed, first causes first, then those
+// that failed only as a consequence (in table order). Among the first
+// causes, a rule that others failed after (in the same run) comes before
+// them unless they also came first before it as often; otherwise the rule
+// that was more runs' first cause comes first (table order breaks a tie).
+// Its first entry is the rule a broken driver is named for.
 func (r *Report) Failed() []string {
-	var out []string
+	var causes, after []RuleResult
 	for _, rr := range r.Rules {
-		if rr.Verdict == Fail {
-			out = append(out, rr.Rule)
+		switch {
+		case rr.Verdict != Fail:
+		case rr.FirstCause > 0 || rr.ConsequenceOf == "":
+			causes = append(causes, rr)
+		default:
+			after = append(after, rr)
 		}
+	}
+	// p precedes q: q followed p's first cause in more runs than the other
+	// way round.
+	precedes := func(p, q RuleResult) bool { return q.After[p.Rule] > p.After[q.Rule] }
+	var out []string
+	for len(causes) > 0 {
+		best := -1
+		for i, q := range causes {
+			free := !slices.ContainsFunc(causes, func(p RuleResult) bool { return p.Rule != q.Rule && precedes(p, q) })
+			if free && (best < 0 || q.FirstCause > causes[best].FirstCause) {
+				best = i
+			}
+		}
+		if best < 0 { // a cycle: the most runs' first cause
+			best = 0
+			for i, q := range causes {
+				if q.FirstCause > causes[best].FirstCause {
+					best = i
+				}
+			}
+		}
+		out = append(out, causes[best].Rule)
+		causes = slices.Delete(causes, best, best+1)
+	}
+	for _, rr := range after {
+		out = append(out, rr.Rule)
 	}
 	return out
 }
@@ -132,6 +182,9 @@ func (r *Report) Table() string {
 			extra = rr.Reason
 		}
 		fmt.Fprintf(&b, "%-15s %-7s %5d %5d  %s\n", rr.Rule, rr.Verdict, rr.Cases, len(rr.Seeds), extra)
+		if rr.ConsequenceOf != "" {
+			fmt.Fprintf(&b, "    failed only as a consequence of %s (never a run's first cause)\n", rr.ConsequenceOf)
+		}
 		for i, v := range rr.Violations {
 			if i == 3 {
 				fmt.Fprintf(&b, "    … %d more (see --json)\n", len(rr.Violations)-i)
@@ -175,6 +228,11 @@ func (r *Report) Table() string {
 		var why []string
 		if f := r.Failed(); len(f) > 0 {
 			why = append(why, "failed "+strings.Join(f, " "))
+			for _, rule := range f {
+				if rr, _ := r.Rule(rule); rr.ConsequenceOf != "" {
+					why = append(why, rule+" only as a consequence of "+rr.ConsequenceOf)
+				}
+			}
 		}
 		if len(r.Gaps) > 0 {
 			why = append(why, fmt.Sprintf("%d gap(s)", len(r.Gaps)))

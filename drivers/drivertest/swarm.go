@@ -2,12 +2,12 @@ package drivertest
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/anishathalye/porcupine"
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/monitor"
-	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/fuzz/engine"
 	"github.com/storesim/storesim/fuzz/registry"
 	"github.com/storesim/storesim/sim"
@@ -31,7 +31,7 @@ func (c *certifier) skipSwarm() string {
 	case len(c.opts.Rules) > 0:
 		return "not run: only selected rules"
 	}
-	if a := c.byRule["D-CB-4"]; a != nil && len(a.violations) > 0 && !c.probe.prober {
+	if a := c.byRule["D-CB-4"]; a != nil && a.found > 0 && !c.probe.prober {
 		// The swarm's monitor reads each call from inside its callback
 		// directly: on a driver that calls back under its own lock and
 		// offers no LockProber, that read would deadlock the run.
@@ -98,13 +98,9 @@ func (c *certifier) swarmProfile(p engine.Profile, only *uint64) {
 		c.swarm.Failed++
 		failed++
 		where := fmt.Sprintf("swarm %s seed %d", p, seed)
-		for _, f := range res.Failures {
-			group := rules.DStatus.String() // S-LIN: a row result the store contradicts
-			if !c.isGroup(f.Rule) && aliases[f.Rule] == 0 {
-				group = "other"
-			}
-			c.record(group, f, where, run)
-		}
+		fs := slices.Clone(res.Failures)
+		causalSort(fs, endKey) // the first cause first
+		c.recordRun("other", fs, where, run)
 		if res.Lin.Outcome == porcupine.Unknown && len(res.Failures) > 0 {
 			c.gaps = append(c.gaps, fmt.Sprintf("swarm %s seed %d: the S-LIN check timed out (repro: %s)", p, seed, c.repro(run)))
 		}

@@ -72,6 +72,7 @@ type world struct {
 	drainDone bool
 	shut      bool
 	findings  []rules.Violation
+	fmarks    []mark   // per finding: where it stands in causal order (cause.go)
 	extPuts   bool     // objects were put behind the recorder's back: skip S-LIN
 	gaps      []string // checks that could not conclude (a timed-out S-LIN)
 	nkey      int
@@ -188,12 +189,10 @@ func (w *world) injectsRowFaults() bool {
 	return f.RowFault > 0 || f.ErrorBefore > 0 || f.ErrorAfter > 0 || f.WrongLength > 0 || f.Timeout > 0 || f.NeverEnds > 0
 }
 
-// fail records a violation the case itself found.
+// fail records a violation the case itself found, now (failAt places one
+// about an earlier moment).
 func (w *world) fail(rule rules.ID, format string, args ...any) {
-	v := rules.Violation{Rule: rule, Class: rule.Class(), Row: -1, At: w.rt.Now(), Seed: w.seed, Detail: fmt.Sprintf(format, args...)}
-	w.mu.Lock()
-	w.findings = append(w.findings, v)
-	w.mu.Unlock()
+	w.failAt(w.mark(), rule, format, args...)
 }
 
 // skip ends the run as not exercised, with the reason.
@@ -525,10 +524,10 @@ func (w *world) finish() (out []rules.Violation) {
 	in := engine.CheckInput{
 		Endpoints: []*engine.Endpoint{w.ep}, Found: found,
 		Finished: true, Idle: idle, // Shutdown returned: no callback may come (D-CB-5)
-		At: w.rt.Now(), Seed: w.seed, Profile: model.Durable, LinTimeout: linTimeout, Lin: engine.LinIfClean,
+		At: w.rt.Now(), Seed: w.seed, StoreModel: model.DurableStore, LinTimeout: linTimeout, Lin: engine.LinIfClean,
 	}
 	if w.c.h.Evicting {
-		in.Profile = model.Evicting
+		in.StoreModel = model.EvictingStore
 	}
 	if w.extPuts {
 		in.Lin = engine.LinSkip
@@ -541,5 +540,5 @@ func (w *world) finish() (out []rules.Violation) {
 		v.Endpoint = "" // one driver per world
 		out = append(out, v)
 	}
-	return out
+	return w.inCausalOrder(out) // the first cause first
 }

@@ -226,6 +226,10 @@ func (m *Monitor) refusedSubmitLocked(rec *callRec, verr, err error, closed bool
 			m.violateLocked(rules.Violation{Rule: rules.DReg4, Row: -1, Region: r.r.Label,
 				Detail: fmt.Sprintf("Submit on handle %d refused (%v) after its close failed; a failed close must leave it live", h, err)})
 			return
+		case r.busyRefused:
+			m.violateLocked(rules.Violation{Rule: rules.DReg6, Row: -1, Region: r.r.Label,
+				Detail: fmt.Sprintf("Submit on handle %d refused (%v) after its close was refused as busy; a refused busy close must leave the binding live", h, err)})
+			return
 		}
 	}
 	m.violateLocked(rules.Violation{Rule: rules.DCaps, Row: -1,

@@ -107,15 +107,26 @@
 // running; when it answers not Done, every such call still PENDING must be
 // listed. After a Done drain, a callback that brings anything but the
 // UNPROVABLE → ENDED step is a callback Drain claimed had already run
-// (D-DRAIN-2).
+// (D-DRAIN-2). A "not done" is judged too, where only the caller can say it
+// must be done: [Monitor.AtRest] is the caller's word that nothing is
+// runnable and no callback can start; if a Drain was asked and every call
+// has access evidence and a result on every row, Drain must then answer
+// done (D-DRAIN-1). UNPROVABLE is evidence — the driver stopped waiting —
+// so a drain that waits for a proof that may never come, or for a call that
+// ended long ago, is never done and reports dishonestly.
 //
 // Shutdown (D-SHUT-1, D-SHUT-2): after Shutdown returned, every call whose
 // access is not ENDED must be labelled call:<id>:…, and every region a
 // not-ENDED call names must be labelled region:<label>:…; with a
 // [LiveReporter] or [BoundReporter] every region the driver still holds must
 // be labelled too. Regions not labelled are taken as released: the monitor
-// marks them closed (and their arenas unregistered). The first Shutdown is
-// checked as D-SHUT-1, every later one as D-SHUT-2.
+// marks them closed (and their arenas unregistered). The labels are held
+// against the registrations the other way round as well: with a reporter, a
+// region labelled anything but in-doubt (retained, unregister-failed, …)
+// must still be held by the driver — a label for a released region is
+// dishonest (the caller keeps memory retained that nothing protects any
+// more). The first Shutdown is checked as D-SHUT-1, every later one as
+// D-SHUT-2.
 //
 // Registration (D-GEOM, D-REG-*, D-TOG-*, D-QUAR): a Register that the
 // monitor knows must be refused — bad geometry, overlap with a live region,
@@ -125,7 +136,10 @@
 // does not label is D-REG-5); a geometry refusal must wrap
 // ErrBadGeometry (D-GEOM). A together-registration must return one handle per
 // region, and none with an error (D-TOG-1). Unregister of a handle that a
-// not-ENDED call names must not succeed (D-REG-6, D-TOG-4). D-REG-2, D-REG-3,
+// not-ENDED call names must not succeed (D-REG-6, D-TOG-4), and one refused
+// as busy must leave the binding live: Live gone, or a later Submit on the
+// handle refused as invalid, is D-REG-6 (D-REG-4 after ErrUnregisterFailed).
+// D-REG-2, D-REG-3,
 // D-REG-4 and D-TOG-3 concern what the driver still holds, which the boundary
 // shows only partly: with a [LiveReporter] (Live(h)) and a [BoundReporter]
 // (Bound(mem)) the monitor asks after each refusal and close; without them it
@@ -137,9 +151,14 @@
 // Lookups (D-LOOK-1, D-LOOK-2, D-MISS-HONEST): an answer must have one bool
 // per key. Honesty needs ground truth the boundary lacks: Options.Truth
 // (the harness's knowledge of the store) turns "absent" for a key known
-// present into D-LOOK-2, a FETCH MISS for a key known present into
+// present into D-LOOK-2, "present" for a key known absent into D-LOOK-1
+// (the bool is not that key's), a FETCH MISS for a key known present into
 // D-MISS-HONEST, and a FETCH FAULT for a key known absent into D-MISS-HONEST
 // unless Options.Injected says the harness injected a fault into that row.
+//
+// Order: [Monitor.Violations] is sorted; [Monitor.Detected] keeps the order
+// the violations were found in, so a caller can place a finding of its own
+// among them (which came first, which followed from it).
 //
 // # Concurrency and cost
 //

@@ -231,6 +231,15 @@ func (m *Monitor) Contains(ctx context.Context, keys []string) ([]bool, error) {
 						Detail: "Contains answered absent for a key known present (an outage answered as absent?)"})
 				}
 			}
+			for i, k := range keys {
+				if !found[i] {
+					continue
+				}
+				if present, known := m.opts.Truth(k); known && !present {
+					m.violateLocked(rules.Violation{Rule: rules.DLook1, Row: i, Key: k,
+						Detail: fmt.Sprintf("Contains answered present for a key known absent: the answer is not this key's (one bool per key, in key order; %d keys asked)", len(keys))})
+				}
+			}
 		}
 	}
 	at := m.now()
@@ -342,9 +351,16 @@ func (m *Monitor) Shutdown(ctx context.Context) []string {
 	for _, c := range cands {
 		m.refresh(c)
 	}
-	held := make([]bool, len(regs)) // the driver says it still holds the region
+	held := make([]bool, len(regs))   // the driver says it still holds the region
+	probed := make([]bool, len(regs)) // … and a reporter could tell
 	for i, r := range regs {
-		held[i] = (m.live != nil && m.live.Live(r.h)) || (m.bound != nil && m.bound.Bound(r.r.Mem))
+		// Bound speaks of memory: while another live registration shares
+		// some of it (an overlap the driver accepted, D-REG-1), it cannot
+		// tell this registration's state.
+		overlapped := slices.ContainsFunc(regs, func(o *regRec) bool { return o != r && o.r.Overlaps(r.r) })
+		useBound := m.bound != nil && !overlapped
+		held[i] = (m.live != nil && m.live.Live(r.h)) || (useBound && m.bound.Bound(r.r.Mem))
+		probed[i] = m.live != nil || useBound
 	}
 
 	m.mu.Lock()
@@ -353,6 +369,7 @@ func (m *Monitor) Shutdown(ctx context.Context) []string {
 		rule = rules.DShut1
 	}
 	callLabels, regionLabels := parseLabels(labels)
+	reasons := regionReasons(labels)
 	named := map[drivers.Handle]drivers.CallID{} // region handle → a not-ENDED call naming it
 	for _, c := range cands {
 		if c.knownAcc == drivers.AccessEnded {
@@ -372,6 +389,9 @@ func (m *Monitor) Shutdown(ctx context.Context) []string {
 	at := m.now()
 	for i, r := range regs {
 		if regionLabels[r.r.Label] {
+			if probed[i] && !held[i] {
+				m.labelledReleasedLocked(rule, r, reasons[r.r.Label])
+			}
 			continue // reported held: stays live and retained
 		}
 		if id, ok := named[r.h]; ok {

@@ -20,6 +20,7 @@ type regRec struct {
 	r              drivers.Region
 	live           bool
 	failedClose    bool // an Unregister failed (ErrUnregisterFailed) and none succeeded since
+	busyRefused    bool // an Unregister was refused as busy (ErrBusy) and none succeeded since
 	staleCloseSeen bool // a stale handle of overlapping memory was closed while this was live
 	duringShutdown bool // registered while Shutdown was running
 }
@@ -197,9 +198,16 @@ func (m *Monitor) endClose(c closeCtx, released bool, err error, busyRule, close
 		if errors.Is(err, drivers.ErrUnregisterFailed) {
 			c.rec.failedClose = true
 		}
+		if errors.Is(err, drivers.ErrBusy) {
+			c.rec.busyRefused = true
+		}
 		if !stillLive {
-			m.violateLocked(rules.Violation{Rule: closeRule, Row: -1, Region: c.rec.r.Label,
-				Detail: fmt.Sprintf("a failed close of handle %d (%v) closed it anyway: Live reports it gone", c.h, err)})
+			rule := closeRule
+			if errors.Is(err, drivers.ErrBusy) {
+				rule = busyRule // a refused busy close must leave the binding live (D-REG-6, D-TOG-4)
+			}
+			m.violateLocked(rules.Violation{Rule: rule, Row: -1, Region: c.rec.r.Label,
+				Detail: fmt.Sprintf("a refused close of handle %d (%v) closed it anyway: Live reports it gone", c.h, err)})
 		}
 		m.mu.Unlock()
 		return
@@ -223,7 +231,7 @@ func (m *Monitor) endClose(c closeCtx, released bool, err error, busyRule, close
 		m.violateLocked(rules.Violation{Rule: closeRule, Row: -1, Region: c.rec.r.Label,
 			Detail: fmt.Sprintf("close of handle %d reported success but the driver still holds it (Live %v, Bound %v)", c.h, stillLive, stillBound)})
 	}
-	c.rec.live, c.rec.failedClose = false, false
+	c.rec.live, c.rec.failedClose, c.rec.busyRefused = false, false, false
 	at := m.now()
 	for _, o := range m.opts.Observers {
 		o.Unregistered(at, c.h, c.rec.r)

@@ -63,7 +63,7 @@ type CheckInput struct {
 	ExpectShutdown bool
 	At             time.Duration
 	Seed           uint64
-	Profile        model.Profile
+	StoreModel     model.StoreModel
 	LinTimeout     time.Duration // default 10 s
 	Lin            LinPolicy
 }
@@ -160,7 +160,7 @@ func Check(in CheckInput) CheckResult {
 		if timeout <= 0 {
 			timeout = 10 * time.Second
 		}
-		res.Lin = model.Check(res.History, in.Profile, timeout)
+		res.Lin = model.Check(res.History, in.StoreModel, timeout)
 		add("", res.Lin.Violations(in.Seed)...)
 		if res.Lin.Err != nil {
 			add("", rules.Violation{Rule: rules.HarnessErr, Class: rules.Harness, Row: -1, At: in.At,

@@ -51,7 +51,7 @@ func TestCheckVerdict(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			repro := "(repro: go test ./fuzz/engine -run 'TestCheckVerdict/" + strings.ReplaceAll(tc.name, " ", "_") + "')"
-			tc.in.Seed, tc.in.Profile = 42, model.Durable
+			tc.in.Seed, tc.in.StoreModel = 42, model.DurableStore
 			res := Check(tc.in)
 			if got := res.Verdict(); got != tc.verdict {
 				t.Fatalf("verdict %s, want %s; violations %v %s", got, tc.verdict, res.Violations, repro)

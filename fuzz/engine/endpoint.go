@@ -81,7 +81,10 @@ type EndpointOptions struct {
 	// Lies, in a simulated run, are contract-breaking answers told to the
 	// backend between the monitor and the backend (lies.go).
 	Lies Lies
-	_    struct{}
+	// probes, in a simulated run, runs the log's driver probes on the
+	// endpoint and judges them as one of its oracles (probe.go).
+	probes *prober
+	_      struct{}
 }
 
 // Endpoint is one endpoint of a run: a driver wrapped in the contract
@@ -110,6 +113,7 @@ type Endpoint struct {
 	opts    EndpointOptions
 	arenas  []*arena.Arena // memory outside the lender (AddArena)
 	oracles []Oracle
+	probes  *prober // the driver probes (probe.go), nil outside the run function
 	// Ref is the backend's reference model (EndpointOptions.Model).
 	Ref *refine.Model
 }
@@ -224,7 +228,7 @@ func (ep *Endpoint) Register() error {
 	if ep.opts.Model && ep.opts.Sched != nil {
 		ep.Ref = refine.New(refine.Config{Endpoint: ep.Name, Clock: ep.opts.RT, Seed: ep.opts.Seed})
 		d = ep.Ref.Wrap(d)
-		ref, owner := ep.Ref, ep.Lender.OnChange
+		ref, owner := ep.Ref, cfg.OnChange
 		cfg.OnChange = func(a *backend.Attempt) { ref.Notified(a); owner(a) }
 	}
 	ep.Backend, ep.RegErr = backend.New(ep.opts.RT, d, ep.Regions, cfg)

@@ -216,6 +216,7 @@ type run struct {
 	// (attempt.go): outcome, access and the lender's release, as notes.
 	attempts     map[*backend.Attempt]*attemptSeen
 	attemptNotes []EndpointNote
+	facts        *probeFacts // what the store did with the probes' keys (probe.go)
 }
 
 type opState struct {
@@ -238,6 +239,7 @@ func (r *run) setup() error {
 		return err
 	}
 	r.store, r.byEp = store, map[string]*Endpoint{}
+	r.facts = newProbeFacts(store, r.log)
 	for _, spec := range r.log.Endpoints {
 		ep, err := r.endpoint(spec)
 		if err != nil {
@@ -259,6 +261,9 @@ func EvictChance(store string) float64 {
 }
 
 func (r *run) storeEvent(e memdriver.StoreEvent) {
+	if r.facts != nil {
+		r.facts.event(e, r.s.Now())
+	}
 	if e.Kind != memdriver.EventPut || !e.Stored {
 		return
 	}
@@ -288,7 +293,12 @@ func (r *run) endpoint(spec workload.Endpoint) (*Endpoint, error) {
 	o.Backend.DrainTimeout = time.Millisecond
 	o.Model, o.Lies = !r.cfg.noModel, lies
 	o.OnAttempt = func(a *backend.Attempt) { r.attemptChanged(spec.Name, a) }
+	pr := newProber(r) // the driver probes (probe.go) and their ground truth
+	o.probes, o.Monitor.Truth, o.Monitor.Injected = pr, r.facts.truth, pr.injected
 	ep, err := NewEndpoint(o)
+	if ep != nil {
+		pr.ctl, _ = ep.Driver.(faultControl)
+	}
 	if err != nil && (r.cfg.Factory == nil || !errors.Is(err, ErrDriver)) {
 		err = fmt.Errorf("%w: %w", ErrBadLog, err)
 	}
@@ -332,6 +342,12 @@ func (r *run) do(i int, st *opState) {
 		}
 	case workload.Shutdown:
 		r.shutdown(st.ep)
+	case workload.Probe:
+		if st.ep.probes == nil {
+			st.skipped = "driver probes run on the simulator only"
+			return
+		}
+		st.ep.probes.start(i, st)
 	case workload.Quiesce:
 		var as []*backend.Attempt
 		for _, t := range st.op.Targets {

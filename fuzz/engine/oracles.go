@@ -35,6 +35,10 @@ func endpointOracles(ep *Endpoint) []Oracle {
 	if ep.opts.Model { // the reference model of the backend (model/refine)
 		out = append(out, refineOracle{ep: ep})
 	}
+	if p := ep.opts.probes; p != nil { // the driver probes (probe.go)
+		p.ep, ep.probes = ep, p
+		out = append(out, p)
+	}
 	return out
 }
 

@@ -107,7 +107,8 @@ func (r *run) afterStep() {
 
 // refineOracle hands the reference model's findings to Check. The model
 // judges a backend fed conforming answers: once the driver broke the
-// contract, only safety is owed, and the other oracles judge it.
+// contract (the monitor, or a driver probe, found it), only safety is owed,
+// and the other oracles judge it.
 type refineOracle struct{ ep *Endpoint }
 
 // The model sees the boundary through its own tap, not through the monitor.
@@ -123,7 +124,7 @@ func (refineOracle) ShutDown(time.Duration, []string)                           
 var _ monitor.Observer = refineOracle{}
 
 func (o refineOracle) Judge(ep *Endpoint, _ *CheckInput) []rules.Violation {
-	if ep.Ref == nil || len(ep.Monitor.Violations()) > 0 {
+	if ep.Ref == nil || len(ep.Monitor.Violations()) > 0 || (ep.probes != nil && len(ep.probes.violations()) > 0) {
 		return nil
 	}
 	out := ep.Ref.Violations()

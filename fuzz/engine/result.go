@@ -132,9 +132,9 @@ func (r *run) judge(runErr error) {
 			res.Cancelled++
 		}
 	}
-	profile := model.Durable
+	storeModel := model.DurableStore
 	if r.log.Store == "evicting" {
-		profile = model.Evicting
+		storeModel = model.EvictingStore
 	}
 	// The monitor's end-of-run checks (lost wake-ups, drain and shutdown
 	// honesty) and liveness judge a finished run; a run cut off by a hang or
@@ -144,7 +144,7 @@ func (r *run) judge(runErr error) {
 	cr := Check(CheckInput{
 		Endpoints: r.eps, Attempts: attempts, Found: r.found, Stopped: runErr,
 		Finished: done, Idle: done, ExpectShutdown: true,
-		At: r.rt.Now(), Seed: r.log.Seed, Profile: profile, LinTimeout: r.cfg.LinTimeout,
+		At: r.rt.Now(), Seed: r.log.Seed, StoreModel: storeModel, LinTimeout: r.cfg.LinTimeout,
 	})
 	res.Failures, res.Lin, res.History, res.Verdict = cr.Violations, cr.Lin, cr.History, cr.Verdict()
 	for _, ep := range r.eps {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"github.com/storesim/storesim/fuzz/workload"
 	"io"
 	"os"
 	"path/filepath"
@@ -187,7 +188,7 @@ func TestFailuresEndWithRepro(t *testing.T) {
 	caught := 0
 	for _, e := range entries {
 		ran, err := targets.CheckOpLog(e.data, engine.Config{Factory: brokenFactory})
-		if ran && err != nil && strings.Contains(err.Error(), "D-ACCESS-END") && strings.Contains(err.Error(), "op log:\nstoresim-oplog v1") {
+		if ran && err != nil && strings.Contains(err.Error(), "D-ACCESS-END") && strings.Contains(err.Error(), "op log:\n"+workload.Header) {
 			caught++
 		}
 	}

@@ -542,10 +542,10 @@ func (m *machine) finish(t T) {
 	runErr := m.rt.RunUntilIdle(finishSteps)
 	in := engine.CheckInput{
 		Stopped: runErr, Finished: runErr == nil, Idle: runErr == nil, ExpectShutdown: true,
-		At: m.rt.Now(), Seed: m.seed, Profile: model.Durable,
+		At: m.rt.Now(), Seed: m.seed, StoreModel: model.DurableStore,
 	}
 	if m.evicting {
-		in.Profile = model.Evicting
+		in.StoreModel = model.EvictingStore
 	}
 	for _, ep := range m.eps {
 		in.Endpoints = append(in.Endpoints, ep.Endpoint)

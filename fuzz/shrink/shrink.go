@@ -24,7 +24,8 @@
 //     the same rule still fails (schedule.go).
 //
 // Every candidate stays a valid log: dropping an op drops the cancels that
-// target it and renumbers the remaining cancel targets; every candidate is
+// target it and renumbers the remaining cancel targets (driver probes are
+// self-contained: they go or stay whole); every candidate is
 // printed and parsed back (workload.Parse) before it runs, so what is kept
 // is exactly what a file will hold. A candidate is kept when
 // engine.Run on it gives the same verdict and the same Result.Rule().
@@ -267,7 +268,10 @@ func (s *shrinker) ops() bool {
 
 // DropOps returns a copy of l without the ops marked in drop, and without
 // the cancels whose target is dropped; the remaining cancel targets are
-// renumbered to the new op indices.
+// renumbered to the new op indices (quiesce targets likewise; a quiesce
+// left without one goes). A driver probe names no other op and no op
+// names it (its keys and memory are its own), so it is kept or dropped
+// whole and a kept one stays valid.
 func DropOps(l *workload.Log, drop []bool) *workload.Log {
 	out := clone(l)
 	out.Ops = out.Ops[:0]

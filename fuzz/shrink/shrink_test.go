@@ -169,11 +169,13 @@ func TestDropOps(t *testing.T) {
 seed 1
 endpoint A regions=r:4x16
 op at=0us publish A keys=a mask=1
+op at=0us probe A overlap
 op at=1us fetch A keys=b mask=1
 op at=2us fetch A keys=c mask=1
-op at=3us cancel 1
-op at=4us cancel 2
+op at=3us cancel 2
+op at=4us cancel 3
 op at=5us shutdown A
+op at=6us probe A after-shutdown
 `)
 	if err != nil {
 		t.Fatal(err)
@@ -183,10 +185,11 @@ op at=5us shutdown A
 		drop []int
 		want []string // op lines without the time
 	}{
-		{"first", []int{0}, []string{"fetch A keys=b", "fetch A keys=c", "cancel 0", "cancel 1", "shutdown A"}},
-		{"target", []int{1}, []string{"publish A keys=a", "fetch A keys=c", "cancel 1", "shutdown A"}},
-		{"both-targets", []int{1, 2}, []string{"publish A keys=a", "shutdown A"}},
-		{"cancel-only", []int{3}, []string{"publish A keys=a", "fetch A keys=b", "fetch A keys=c", "cancel 2", "shutdown A"}},
+		{"first", []int{0}, []string{"probe A overlap", "fetch A keys=b", "fetch A keys=c", "cancel 1", "cancel 2", "shutdown A", "probe A after-shutdown"}},
+		{"target", []int{2}, []string{"publish A keys=a", "probe A overlap", "fetch A keys=c", "cancel 2", "shutdown A", "probe A after-shutdown"}},
+		{"both-targets", []int{2, 3}, []string{"publish A keys=a", "probe A overlap", "shutdown A", "probe A after-shutdown"}},
+		{"cancel-only", []int{4}, []string{"publish A keys=a", "probe A overlap", "fetch A keys=b", "fetch A keys=c", "cancel 3", "shutdown A", "probe A after-shutdown"}},
+		{"probes", []int{1, 7}, []string{"publish A keys=a", "fetch A keys=b", "fetch A keys=c", "cancel 1", "cancel 2", "shutdown A"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -208,9 +211,45 @@ op at=5us shutdown A
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("got %q, want %q (repro: go test ./fuzz/shrink -run 'TestDropOps/%s')", got, tc.want, tc.name)
 			}
-			if len(log.Ops) != 6 {
+			if len(log.Ops) != 8 {
 				t.Fatalf("DropOps changed its input (repro: go test ./fuzz/shrink -run 'TestDropOps/%s')", tc.name)
 			}
 		})
 	}
+}
+
+// TestShrinkProbe: a failure only a driver probe finds (a stale close that
+// takes the newer registration down, D-REG-3) shrinks to the probe and
+// the shutdown: the probe names nothing, so every other op goes.
+func TestShrinkProbe(t *testing.T) {
+	const repro = "(repro: go test ./fuzz/shrink -run TestShrinkProbe)"
+	cfg := engine.Config{Driver: "broken:CloseByAddress"}
+	for seed := range uint64(40) {
+		log := engine.Plan(seed, cfg)
+		if res := engine.Run(log, cfg); res.Rule() != rules.DReg3 {
+			continue
+		}
+		res, err := Shrink(log, Options{Config: cfg, MaxRuns: 2000})
+		if err != nil {
+			t.Fatalf("%v %s", err, repro)
+		}
+		var probes []workload.ProbeKind
+		for _, op := range res.Log.Ops {
+			if op.Kind == workload.Probe {
+				probes = append(probes, op.Probe)
+			}
+		}
+		if res.Rule != rules.DReg3 || !slices.Equal(probes, []workload.ProbeKind{workload.ProbeStaleClose}) || len(res.Log.Ops) > 2+len(res.Log.Endpoints) {
+			t.Fatalf("seed %d shrunk to rule %s with probes %v:\n%s%s", seed, res.Rule, probes, res.Log, repro)
+		}
+		fixed := clone(res.Log)
+		for i := range fixed.Endpoints {
+			fixed.Endpoints[i].Driver = "memory"
+		}
+		if r := engine.Run(fixed, engine.Config{}); r.Verdict != engine.Pass {
+			t.Fatalf("the shrunk log fails on the reference driver too: %s %s", r.Summary(), repro)
+		}
+		return
+	}
+	t.Fatalf("no seed of 40 fails broken:CloseByAddress with D-REG-3 %s", repro)
 }

@@ -24,7 +24,11 @@ type GenConfig struct {
 	// keeps per-key concurrency, and so porcupine's cost, bounded.
 	MaxPerKey int
 	Window    time.Duration
-	_         struct{}
+	// Probes is the chance, per generated op, of a driver probe on one
+	// endpoint (see [ProbeKind]) besides it (0: 0.08; negative: none); at
+	// the end, each endpoint gets an after-shutdown probe with chance 1/2.
+	Probes float64
+	_      struct{}
 }
 
 func (c GenConfig) withDefaults() GenConfig {
@@ -39,6 +43,9 @@ func (c GenConfig) withDefaults() GenConfig {
 	}
 	if c.Window <= 0 {
 		c.Window = 200 * time.Microsecond
+	}
+	if c.Probes == 0 {
+		c.Probes = 0.08
 	}
 	return c
 }
@@ -107,6 +114,8 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 	// workload is what it would be without them: a malformed view now and
 	// then, and Quiesce questions about recent attempts.
 	rare := sim.NewRand(sim.SubSeed(seed, "workload/rare"))
+	// Driver probes too, so adding them changed nothing else either.
+	probes := probeGen{r: sim.NewRand(sim.SubSeed(seed, "workload/probe")), rate: cfg.Probes, evicting: cfg.Evicting}
 	for i := 0; i < cfg.Ops; i++ {
 		if len(rowOps) > 0 && rare.Chance(0.05) {
 			last := l.Ops[rowOps[len(rowOps)-1]].Endpoint
@@ -121,6 +130,9 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 			}
 		}
 		at += time.Duration(r.Intn(21)) * time.Microsecond
+		if op, ok := probes.during(at, l.Endpoints, down); ok {
+			l.Ops = append(l.Ops, op)
+		}
 		if i == midShutdown {
 			e := l.Endpoints[r.Intn(nEnd)].Name
 			down[e] = true
@@ -149,7 +161,51 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 			l.Ops = append(l.Ops, Op{At: at, Kind: Shutdown, Endpoint: e.Name})
 		}
 	}
+	l.Ops = append(l.Ops, probes.after(at, l.Endpoints)...)
 	return l
+}
+
+// probeGen draws the driver probes of a workload from a stream of its own.
+type probeGen struct {
+	r        *sim.Rand
+	rate     float64
+	evicting bool
+}
+
+// during is the probe (if any) issued at at, on an endpoint still up.
+func (g probeGen) during(at time.Duration, eps []Endpoint, down map[string]bool) (Op, bool) {
+	if g.rate <= 0 || !g.r.Chance(g.rate) {
+		return Op{}, false
+	}
+	var up []string
+	for _, e := range eps {
+		if !down[e.Name] {
+			up = append(up, e.Name)
+		}
+	}
+	var kinds []ProbeKind
+	for _, k := range ProbeKinds {
+		if k != ProbeAfterShutdown && (k != ProbeEvictDuringFetch || g.evicting) {
+			kinds = append(kinds, k)
+		}
+	}
+	e, k := g.r.Intn(max(1, len(up))), kinds[g.r.Intn(len(kinds))]
+	if len(up) == 0 {
+		return Op{}, false
+	}
+	return Op{At: at, Kind: Probe, Endpoint: up[e], Probe: k}, true
+}
+
+// after is the after-shutdown probes, past the last op at.
+func (g probeGen) after(at time.Duration, eps []Endpoint) []Op {
+	var out []Op
+	for _, e := range eps {
+		if g.rate > 0 && g.r.Chance(0.5) {
+			at += time.Duration(1+g.r.Intn(20)) * time.Microsecond
+			out = append(out, Op{At: at, Kind: Probe, Endpoint: e.Name, Probe: ProbeAfterShutdown})
+		}
+	}
+	return out
 }
 
 type gen struct {

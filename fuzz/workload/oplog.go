@@ -18,7 +18,9 @@
 //	op at=5us cancel 0
 //	op at=6us quiesce B 1
 //	op at=7us fetch A keys=k2 mask=1 bad=outside
+//	op at=8us probe A stale-close
 //	op at=90us shutdown A
+//	op at=95us probe A after-shutdown
 //	end
 //
 // Ops are numbered from 0 in file order; cancel names the op it cancels,
@@ -26,6 +28,19 @@
 // about. bad= makes a publish or fetch view malformed on purpose (see
 // [Bad]): the backend must refuse it, or fail the attempt at once for a row
 // outside its registrations.
+//
+// A probe is a driver probe (see [ProbeKind]): the run function puts the
+// endpoint's driver, through its contract monitor but past the backend and
+// its reference model, in one situation of the driver contract that the
+// backend never creates — an overlapping registration, a batch naming one
+// key twice, a close of a stale handle, a registration after shutdown, a
+// fetch into a slot of another size, a close of a busy region, a fetch of a
+// key known absent, two concurrent puts of one key, a key evicted while it
+// is read — on memory and keys of its own ("probe-<op>-…" regions,
+// "probe/<op>/…" keys), so the monitor and the oracles judge the driver's
+// answer and the backend's own registrations and calls are untouched. A
+// probe names nothing else, so dropping or keeping it never makes a log
+// invalid.
 // Blank lines and lines starting with '#' are ignored. Fault lines are
 // passed to the endpoint's driver unchanged (for the memory drivers, one
 // line of memdriver.FaultMix).
@@ -106,9 +121,10 @@ const (
 	Cancel
 	Shutdown
 	Quiesce
+	Probe
 )
 
-var kindNames = map[Kind]string{Publish: "publish", Fetch: "fetch", Cancel: "cancel", Shutdown: "shutdown", Quiesce: "quiesce"}
+var kindNames = map[Kind]string{Publish: "publish", Fetch: "fetch", Cancel: "cancel", Shutdown: "shutdown", Quiesce: "quiesce", Probe: "probe"}
 
 // Bad names how a view is made wrong on purpose.
 type Bad string
@@ -132,12 +148,13 @@ func (k Kind) String() string { return kindNames[k] }
 type Op struct {
 	At       time.Duration
 	Kind     Kind
-	Endpoint string   // publish, fetch, shutdown
-	Keys     []string // publish, fetch
-	Mask     []bool   // publish, fetch; one bit per key
-	Target   int      // cancel: the op index to cancel
-	Targets  []int    // quiesce: the ops whose attempts it asks about
-	Bad      Bad      // publish, fetch: the view is made wrong on purpose
+	Endpoint string    // publish, fetch, shutdown, quiesce, probe
+	Keys     []string  // publish, fetch
+	Mask     []bool    // publish, fetch; one bit per key
+	Target   int       // cancel: the op index to cancel
+	Targets  []int     // quiesce: the ops whose attempts it asks about
+	Bad      Bad       // publish, fetch: the view is made wrong on purpose
+	Probe    ProbeKind // probe: the situation it puts the driver in
 }
 
 // maxMicros is the latest op time a log may name: virtual time is a
@@ -200,6 +217,8 @@ func (op Op) String() string {
 		return fmt.Sprintf("%s %s %s", at, op.Endpoint, strings.Join(ts, ","))
 	case Shutdown:
 		return fmt.Sprintf("%s %s", at, op.Endpoint)
+	case Probe:
+		return fmt.Sprintf("%s %s %s", at, op.Endpoint, op.Probe)
 	}
 	return at
 }
@@ -482,8 +501,21 @@ func (p *parser) parseOp(rest string) error {
 			}
 			op.Targets = append(op.Targets, t)
 		}
+	case "probe":
+		op.Kind = Probe
+		if len(args) != 2 {
+			return p.errf("probe takes an endpoint and a kind (probe A stale-close; kinds: %s)", probeNames())
+		}
+		if _, ok := p.endpoints[args[0]]; !ok {
+			return p.errf("probe of undeclared endpoint %q", args[0])
+		}
+		k := ProbeKind(args[1])
+		if !slices.Contains(ProbeKinds, k) {
+			return p.errf("unknown probe kind %q (want one of %s)", args[1], probeNames())
+		}
+		op.Endpoint, op.Probe = args[0], k
 	default:
-		return p.errf("unknown op kind %q (want publish, fetch, cancel, quiesce or shutdown)", fields[1])
+		return p.errf("unknown op kind %q (want publish, fetch, cancel, quiesce, shutdown or probe)", fields[1])
 	}
 	p.log.Ops = append(p.log.Ops, op)
 	return nil

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -73,6 +74,10 @@ func TestParseErrors(t *testing.T) {
 		{"huge setting", Header + "\nendpoint A rows=100000000 regions=r0:4x16\n" + end, "want an integer from 1 to 65536"},
 		{"many keys", good + "op at=0us fetch A keys=" + strings.Repeat("k,", MaxKeysPerOp) + "k mask=" + strings.Repeat("1", MaxKeysPerOp+1) + "\n" + end, "at most 4096 per op"},
 		{"many ops", good + strings.Repeat("op at=0us fetch A keys=k mask=1\n", MaxOps+1) + end, "more than 100000 ops"},
+		{"probe no kind", good + "op at=0us probe A\n" + end, "probe takes an endpoint and a kind"},
+		{"probe unknown kind", good + "op at=0us probe A frob\n" + end, `unknown probe kind "frob"`},
+		{"probe undeclared", good + "op at=0us probe B overlap\n" + end, `probe of undeclared endpoint "B"`},
+		{"probe extra", good + "op at=0us probe A overlap keys=k\n" + end, "probe takes an endpoint and a kind"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,6 +126,78 @@ func TestLimitsHoldForGenerated(t *testing.T) {
 	for seed := range uint64(200) {
 		if err := CheckLimits(Generate(seed, GenConfig{Ops: 500})); err != nil {
 			t.Fatalf("seed %d: %v (repro: go test ./fuzz/workload -run TestLimitsHoldForGenerated)", seed, err)
+		}
+	}
+}
+
+// TestProbes: every probe kind prints and parses back; generated logs carry
+// probes from a stream of their own, so without them the workload is the
+// same op for op (cancel and quiesce targets renumbered), and
+// after-shutdown probes come after every shutdown of their endpoint.
+func TestProbes(t *testing.T) {
+	const repro = "(repro: go test ./fuzz/workload -run TestProbes)"
+	text := Header + "\nendpoint A regions=r0:4x16\n"
+	for i, k := range ProbeKinds {
+		text += fmt.Sprintf("op at=%dus probe A %s\n", i, k)
+	}
+	text += End + "\n"
+	l, err := Parse(text)
+	if err != nil || len(l.Ops) != len(ProbeKinds) {
+		t.Fatalf("parse: %v, %d ops %s", err, len(l.Ops), repro)
+	}
+	for i, op := range l.Ops {
+		if op.Kind != Probe || op.Probe != ProbeKinds[i] || op.Endpoint != "A" {
+			t.Fatalf("op %d = %+v %s", i, op, repro)
+		}
+	}
+	if !strings.HasSuffix(l.String(), text[len(Header)+1+len("endpoint A regions=r0:4x16\n"):]) {
+		t.Fatalf("probes print as\n%s %s", l.String(), repro)
+	}
+	kinds := map[ProbeKind]int{}
+	for seed := range uint64(200) {
+		cfg := GenConfig{Ops: 100, Evicting: seed%2 == 1}
+		with := Generate(seed, cfg)
+		cfg.Probes = -1
+		without := Generate(seed, cfg)
+		index := make([]int, len(with.Ops)) // op index in with → in without
+		var kept []Op
+		shut := map[string]bool{}
+		for i, op := range with.Ops {
+			index[i] = -1
+			if op.Kind == Probe {
+				kinds[op.Probe]++
+				if op.Probe == ProbeAfterShutdown && !shut[op.Endpoint] {
+					t.Fatalf("seed %d: op %d probes %s after shutdown before its shutdown %s", seed, i, op.Endpoint, repro)
+				}
+				if op.Probe == ProbeEvictDuringFetch && !cfg.Evicting {
+					t.Fatalf("seed %d: op %d evicts on a durable store %s", seed, i, repro)
+				}
+				continue
+			}
+			if op.Kind == Shutdown {
+				shut[op.Endpoint] = true
+			}
+			switch op.Kind {
+			case Cancel:
+				op.Target = index[op.Target]
+			case Quiesce:
+				ts := make([]int, len(op.Targets))
+				for j, x := range op.Targets {
+					ts[j] = index[x]
+				}
+				op.Targets = ts
+			}
+			index[i] = len(kept)
+			kept = append(kept, op)
+		}
+		with.Ops = kept
+		if with.String() != without.String() {
+			t.Fatalf("seed %d: without its probes the workload changed:\n%s\nvs\n%s %s", seed, with, without, repro)
+		}
+	}
+	for _, k := range ProbeKinds {
+		if kinds[k] < 20 {
+			t.Errorf("probe %s drawn %d times in 200 logs, want at least 20 %s", k, kinds[k], repro)
 		}
 	}
 }

@@ -35,7 +35,7 @@ func TestShrinkScenario(t *testing.T) {
 		t.Fatalf("scenario: err %v, passed %v, rules %v; want a pass that reports D-ACCESS-END\n%s %s", err, res.Passed(), res.Rules, text, repro(t))
 	}
 	_, check, _ := strings.Cut(string(text), "\ncheck\n----\n")
-	if !strings.Contains(check, "A D-ACCESS-END call") {
+	if !strings.Contains(check, " D-ACCESS-END call") { // "EP D-ACCESS-END call …"
 		t.Errorf("check output does not name D-ACCESS-END:\n%s %s", check, repro(t))
 	}
 	if mem, err := scenarios.RunFile(scen, scenarios.Options{Driver: "memory"}); err != nil || len(mem.Rules) > 0 {

@@ -18,9 +18,10 @@ import (
 	"github.com/storesim/storesim/sim/arena"
 )
 
-// world is one scenario run: the scheduler, the shared store, the endpoints
-// and every named attempt, plus the output of the command being run.
-type world struct {
+// scenarioRun is the state of one scenario file being run: the scheduler,
+// the shared store, the endpoints and every named attempt, what the scenario
+// knows of the store, plus the output of the command being run.
+type scenarioRun struct {
 	file string
 	opts Options
 
@@ -98,8 +99,8 @@ type rawCall struct {
 	call drivers.Call
 }
 
-func newWorld(file string, opts Options) *world {
-	return &world{
+func newScenarioRun(file string, opts Options) *scenarioRun {
+	return &scenarioRun{
 		file: file, opts: opts,
 		byName: map[string]*endpoint{}, named: map[string]*attemptRec{}, raws: map[string]*rawCall{},
 		counter: map[drivers.Direction]int{},
@@ -109,7 +110,7 @@ func newWorld(file string, opts Options) *world {
 }
 
 // printf adds one output line (indented under an event header).
-func (w *world) printf(format string, args ...any) {
+func (w *scenarioRun) printf(format string, args ...any) {
 	for _, l := range strings.Split(fmt.Sprintf(format, args...), "\n") {
 		if strings.TrimSpace(l) != "" {
 			w.out = append(w.out, w.indent+l)
@@ -119,7 +120,7 @@ func (w *world) printf(format string, args ...any) {
 
 // step runs one event (the next, or the chosen id) under a header line and
 // prints what it caused.
-func (w *world) step(e sim.EventInfo, chosen bool) {
+func (w *scenarioRun) step(e sim.EventInfo, chosen bool) {
 	w.printf("> %d @%v %s", e.ID, max(e.At, w.s.Now()), e.Label)
 	w.indent = "  "
 	if chosen {
@@ -134,7 +135,7 @@ func (w *world) step(e sim.EventInfo, chosen bool) {
 // poll prints what changed since the last poll that the boundary observers
 // do not report themselves: attempt outcomes and access, loans, and new
 // violations seen online.
-func (w *world) poll() {
+func (w *scenarioRun) poll() {
 	for _, r := range w.attempts {
 		if r.a == nil {
 			continue
@@ -168,7 +169,7 @@ func (w *world) poll() {
 }
 
 // inline prints a violation the first time it is seen.
-func (w *world) inline(ep *endpoint, v rules.Violation) {
+func (w *scenarioRun) inline(ep *endpoint, v rules.Violation) {
 	key := ep.name + " " + fmtViolation(v)
 	if w.seen[key] > 0 {
 		return
@@ -178,7 +179,7 @@ func (w *world) inline(ep *endpoint, v rules.Violation) {
 	w.printf("!! %s", key)
 }
 
-func (w *world) outcome(r *attemptRec) string {
+func (w *scenarioRun) outcome(r *attemptRec) string {
 	o := r.a.Outcome()
 	switch o.State {
 	case backend.Delivered:
@@ -307,7 +308,7 @@ func fmtViolation(v rules.Violation) string {
 // without ENDED access and the key has not changed since the oldest
 // unfinished FETCH naming it was submitted (its answer may predate the
 // change).
-func (w *world) truth(key string) (present, known bool) {
+func (w *scenarioRun) truth(key string) (present, known bool) {
 	if w.evicting || w.pubs[key] > 0 {
 		return false, false
 	}
@@ -325,7 +326,7 @@ func (w *world) truth(key string) (present, known bool) {
 
 // storeEvent prints a store event, tells the recorders about puts (so an
 // ambiguous publish that landed is known, S-LIN) and keeps the truth.
-func (w *world) storeEvent(e memdriver.StoreEvent) {
+func (w *scenarioRun) storeEvent(e memdriver.StoreEvent) {
 	w.change++
 	w.changed[e.Key] = w.change
 	by := "scenario"
