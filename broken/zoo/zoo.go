@@ -22,6 +22,10 @@
 // TestZooCaught (without an overlay) builds and runs TestSwarmFinds once per
 // bug with `go test -overlay`.
 //
+// HuntSwarm takes the run's engine.Config, so a hunt may run under PCT
+// (engine.Config.Sched); the ordering bugs (Bug.Depth > 0) are hunted with
+// both policies by `realhunt pct`, and scripts/pct.sh writes docs/PCT.md.
+//
 // Wall-clock measurements (time to detect, the naive stress test) live in
 // broken/zoo/realhunt and broken/zoo/realstress, because the code they
 // measure may not read the clock or start goroutines.
