@@ -244,7 +244,9 @@ the scheduler may order either way which together trigger it (Burckhardt et al.,
 second") an atomicity violation. Orders that virtual time fixes (a timer due later) are not choices and
 do not count. **The guarantee:** a bug of depth d is hit in one PCT run with probability at least
 1/(n·k^(d−1)), for n sources and k choice points (sim's TestPCTDepthGuarantee checks the bound, by
-counting seeds, on chains of posts).
+counting seeds, on chains of posts). It promises nothing for a d below the bug's depth: with d−1
+change points PCT cannot reverse more orders than that, which is why each bug is hunted at d = 1, 2
+and 3.
 
 **Random is no strawman.** The random policy draws a fresh tie-break for every event queued, which is a
 random priority per event: for orderings among events due at one instant it explores permutations
