@@ -14,8 +14,8 @@ var commands map[string]cmdSpec
 
 func init() {
 	commands = map[string]cmdSpec{
-		"store": {usage: "store durable|evicting [seed=N] [wake-delay=DUR] [coalesce=P] [evict-chance=P]", minPos: 1, maxPos: 1,
-			keys: []string{"seed", "wake-delay", "coalesce", "evict-chance"}, run: cmdStore},
+		"store": {usage: "store durable|evicting [seed=N] [wake-delay=DUR] [coalesce=P] [evict-chance=P] [order=seed|fifo]", minPos: 1, maxPos: 1,
+			keys: []string{"seed", "wake-delay", "coalesce", "evict-chance", "order"}, run: cmdStore},
 		"endpoint": {usage: "endpoint NAME [driver=memory|together|broken:<Name>] [rows=N] [absent-is-miss=BOOL] [cancel=BOOL] [regions=LABEL:SLOTSxBYTES,…] [inflight=N] [queued=N] [unprovable=N] [drain-timeout=DUR] [faults=KIND:RATE,…] [register=now|later]",
 			minPos: 1, maxPos: 1, keys: []string{"driver", "rows", "absent-is-miss", "cancel", "regions", "inflight", "queued", "unprovable", "drain-timeout", "faults", "register"}, run: cmdEndpoint},
 		"register":  {usage: "register EP", minPos: 1, maxPos: 1, run: cmdRegister},

@@ -8,7 +8,8 @@ import (
 )
 
 // The commands of the store: store (durable or evicting; the scenario's
-// scheduler and seed) and evict.
+// scheduler and seed; order=fifo: the default schedule, nothing drawn from
+// the seed) and evict.
 
 func cmdStore(w *scenarioRun, b *block) error {
 	if w.s != nil {
@@ -44,13 +45,32 @@ func cmdStore(w *scenarioRun, b *block) error {
 	if evict > 0 && !w.evicting {
 		return w.fail(b, "evict-chance needs an evicting store")
 	}
+	o := sim.Options{Seed: seed, MaxWakeDelay: wake, CoalesceChance: coalesce}
+	fifo := false
+	switch b.args["order"] {
+	case "", "seed":
+	case "fifo":
+		// The default schedule (sim.Schedule{}): events due together run
+		// in creation order, no callback delay, no coalescing; the
+		// scheduler draws nothing from the seed.
+		if wake != 0 || coalesce != 0 {
+			return w.fail(b, "order=fifo is the default schedule: no callback delay and no coalescing (drop wake-delay and coalesce)")
+		}
+		o.Script, fifo = &sim.Schedule{}, true
+	default:
+		return w.badArg(b, "order", "seed or fifo")
+	}
 	w.seed = seed
-	w.s = sim.New(sim.Options{Seed: seed, MaxWakeDelay: wake, CoalesceChance: coalesce})
+	w.s = sim.New(o)
 	st, err := memdriver.NewStore(memdriver.StoreOptions{Evicting: w.evicting, EvictChance: evict, Rand: w.s.Rand("scenario/store"), OnEvent: w.storeEvent})
 	if err != nil {
 		return w.fail(b, "%v", err)
 	}
 	w.store = st
+	if fifo {
+		w.printf("store %s seed=%d order=fifo evict-chance=%v", b.pos[0], seed, evict)
+		return nil
+	}
 	w.printf("store %s seed=%d wake-delay=%v coalesce=%v evict-chance=%v", b.pos[0], seed, wake, coalesce, evict)
 	return nil
 }

@@ -39,7 +39,7 @@
 //
 // # Commands
 //
-//	store durable|evicting [seed=N] [wake-delay=DUR] [coalesce=P] [evict-chance=P]
+//	store durable|evicting [seed=N] [wake-delay=DUR] [coalesce=P] [evict-chance=P] [order=seed|fifo]
 //	endpoint EP [driver=memory|together|broken:<Name>] [rows=N] [absent-is-miss=BOOL]
 //	            [cancel=BOOL] [regions=LABEL:SLOTSxBYTES,…] [inflight=N] [queued=N]
 //	            [unprovable=N] [drain-timeout=DUR] [faults=KIND:RATE,…] [register=now|later]

@@ -9,6 +9,7 @@ import (
 
 	"github.com/storesim/storesim/fuzz/engine"
 	"github.com/storesim/storesim/fuzz/workload"
+	"github.com/storesim/storesim/sim"
 )
 
 // ErrUnconvertible is wrapped by FromOpLog's errors about an op log the
@@ -39,6 +40,14 @@ var ErrUnconvertible = errors.New("op log cannot become a scenario")
 // order, and publishes write "<op>/<key>|" objects instead of the harness's
 // seeded bytes. A converted failure usually still breaks its rule, but not
 // always; the file's header says which rules its run reported.
+//
+// A log whose schedule is a sched script (a shrunk failure) gets
+// `store … order=fifo`: the scheduler draws nothing from the seed. The
+// language cannot state the script's non-default decisions (a pick names
+// a step of the harness's run; the scenario's run has other steps), so
+// the header lists them as comments and says so; a script with none left
+// is stated exactly. A PCT log's policy cannot be stated either (the
+// header says the scenario runs the random policy).
 func FromOpLog(log *workload.Log) (string, error) {
 	if log == nil {
 		return "", fmt.Errorf("%w: nil log", ErrUnconvertible)
@@ -66,8 +75,8 @@ func FromOpLog(log *workload.Log) (string, error) {
 # policy for the seed, but each op runs after every event due at its time
 # and the random streams are drawn in another order, so the run may differ
 # from 'storesim replay' of the log. Ops are named opN after their index.
-# Rules this run reports: %s
-`, log.Seed, len(log.Ops), rules)
+%s# Rules this run reports: %s
+`, log.Seed, len(log.Ops), schedNote(log), rules)
 	return header + "\n" + res.Output, nil
 }
 
@@ -86,6 +95,11 @@ func oplogBody(log *workload.Log) (string, error) {
 	}
 	policy := engine.SchedOptions(log.Seed)
 	line := fmt.Sprintf("store %s seed=%d wake-delay=%s coalesce=%s", store, log.Seed, durText(policy.MaxWakeDelay), strconv.FormatFloat(policy.CoalesceChance, 'g', -1, 64))
+	if log.Sched.Script != nil {
+		// A scripted log's schedule draws nothing from the seed; the
+		// language states its defaults (order=fifo) and no decision.
+		line = fmt.Sprintf("store %s seed=%d order=fifo", store, log.Seed)
+	}
 	if store == "evicting" {
 		line += " evict-chance=" + strconv.FormatFloat(engine.EvictChance(store), 'g', -1, 64)
 	}
@@ -176,6 +190,39 @@ func oplogBody(log *workload.Log) (string, error) {
 	block("stabilize")
 	block("check")
 	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
+// schedNote is what the header says of the log's sched section: what the
+// scenario states of it and what the language cannot.
+func schedNote(log *workload.Log) string {
+	sc := log.Sched.Script
+	switch {
+	case sc != nil && sc.Decisions() == 0:
+		return "# The log's schedule is its sched script, with no non-default decision:\n" +
+			"# order=fifo states it (no tie-break, callback delay or coalescing is drawn\n" +
+			"# from the seed; the seed still drives the store's and drivers' own draws).\n"
+	case sc != nil:
+		var b strings.Builder
+		fmt.Fprintf(&b, "# The log's sched script has %d non-default decisions, which the scenario\n", sc.Decisions())
+		b.WriteString("# language cannot state: a pick or a delay names a step or a callback trigger\n" +
+			"# of the harness's run, and a scenario's run has other steps (deliver states an\n" +
+			"# interleaving by event instead). The scenario runs the default schedule\n" +
+			"# (order=fifo) without them; the op log is the exact regression. They were:\n")
+		for _, p := range sc.Picks {
+			fmt.Fprintf(&b, "#   sched pick %d %d\n", p.Step, p.Rank)
+		}
+		for _, d := range sc.Delays {
+			fmt.Fprintf(&b, "#   sched delay %d %dns\n", d.Wake, int64(d.By))
+		}
+		for _, c := range sc.Coalesce {
+			fmt.Fprintf(&b, "#   sched coalesce %d\n", c)
+		}
+		return b.String()
+	case log.Sched.Policy == sim.PCT:
+		return fmt.Sprintf("# The log ran under PCT (sched pct depth=%d), which the scenario language cannot\n"+
+			"# state: the scenario runs the seed's random policy.\n", log.Sched.Depth)
+	}
+	return ""
 }
 
 // endpointLine states one endpoint as the harness builds it (cancel=true,

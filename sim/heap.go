@@ -10,6 +10,8 @@ type event struct {
 	id    uint64
 	label string
 	fn    func()
+	due   time.Duration // PCT: the latest time it may run (at, or a wake's at+MaxWakeDelay)
+	src   int32         // PCT: its priority source
 }
 
 func (a *event) before(b *event) bool {

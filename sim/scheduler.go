@@ -28,7 +28,26 @@ type Options struct {
 	// MaxQueue bounds the events in the queue (0: [DefaultMaxQueue]); an
 	// event scheduled beyond it is dropped and counted like a trigger.
 	MaxQueue int
-	_        struct{}
+	// Policy chooses among the events that may run next: [Random] (the
+	// zero value) or [PCT]. See policy.go.
+	Policy Policy
+	// Depth is PCT's d (at least 1): the bug depth the run aims at; the
+	// scheduler draws d−1 priority change points.
+	Depth int
+	// Steps is PCT's k: the change points are drawn uniformly over choice
+	// points 1..Steps (steps at which more than one event may run; default
+	// 1000). It should bound the run's choice points.
+	Steps uint64
+	// Script, when set, makes every decision (which event of those due
+	// runs, each callback's delay, each coalescing) come from it, a
+	// decision it does not list taking the default (the event created
+	// first, no delay, no coalescing): nothing is drawn from the seed, and
+	// Policy, MaxWakeDelay and CoalesceChance are ignored.
+	Script *Schedule
+	// Record keeps what [Scheduler.Recorded] needs to write the run's
+	// decisions as a Schedule.
+	Record bool
+	_      struct{}
 }
 
 // The default bounds of what a scheduler holds. Normal runs stay far below
@@ -73,12 +92,17 @@ type Scheduler struct {
 	floodWhere string
 	floodAt    time.Duration
 	floodSeen  bool
+	wakes      uint64 // wake triggers drained so far (numbered from 1)
+	script     *scriptState
+	pct        *pctState
+	rec        *recorder
 }
 
 type posted struct {
 	label string
 	fn    func()
 	wake  *waker
+	src   int32 // PCT: the source of the event that posted it (-1: none)
 }
 
 type waker struct {
@@ -86,6 +110,7 @@ type waker struct {
 	fn     func()
 	queued bool // an event for it is in the queue and has not run
 	run    func()
+	src    int32 // PCT: its priority source, -1 until its first trigger
 }
 
 type pendingSource struct {
@@ -111,6 +136,15 @@ func New(opts Options) *Scheduler {
 	}
 	if s.maxQueue <= 0 {
 		s.maxQueue = DefaultMaxQueue
+	}
+	switch {
+	case opts.Script != nil:
+		s.script = &scriptState{sc: opts.Script}
+	case opts.Policy == PCT:
+		s.pct = newPCT(opts)
+	}
+	if opts.Record {
+		s.rec = &recorder{}
 	}
 	return s
 }
@@ -141,13 +175,20 @@ func (s *Scheduler) StopTimer(id uint64) bool {
 	}
 	delete(s.queued, id)
 	s.stops[id] = true
+	if s.rec != nil {
+		s.rec.stopped(id, s.steps)
+	}
 	return true
 }
 
 // Post implements [Runtime]; safe from any goroutine.
 func (s *Scheduler) Post(label string, fn func()) {
+	src := int32(-1)
+	if s.pct != nil {
+		src = s.pct.cur.Load()
+	}
 	s.mu.Lock()
-	s.postLocked(posted{label: label, fn: fn})
+	s.postLocked(posted{label: label, fn: fn, src: src})
 	s.mu.Unlock()
 }
 
@@ -170,7 +211,7 @@ func (s *Scheduler) dropLocked(label, where string, bound int) {
 // Wake implements [Runtime]. The trigger is safe from any goroutine; the
 // scheduler decides delay, order and coalescing from the seed.
 func (s *Scheduler) Wake(label string, fn func()) func() {
-	w := &waker{label: label, fn: fn}
+	w := &waker{label: label, fn: fn, src: -1}
 	w.run = func() {
 		w.queued = false
 		w.fn()
@@ -197,12 +238,24 @@ func (s *Scheduler) push(at time.Duration, label string, fn func()) uint64 {
 		s.mu.Unlock()
 		return s.seq
 	}
-	s.queue.push(event{at: at, tie: s.rng.Uint64(), id: s.seq, label: label, fn: fn})
+	if s.script != nil || s.pct != nil {
+		// No seeded tie-break: the heap orders by (time, creation).
+		e := event{at: at, due: at, id: s.seq, label: label, fn: fn}
+		if s.pct != nil {
+			e.src = s.pct.eventSource()
+		}
+		s.queue.push(e)
+	} else {
+		s.queue.push(event{at: at, tie: s.rng.Uint64(), id: s.seq, label: label, fn: fn})
+	}
+	if s.rec != nil {
+		s.rec.pushed(s.seq, s.steps, at)
+	}
 	return s.seq
 }
 
 // drainInbox moves posted work into the queue in inbox order, deciding each
-// callback's delay and coalescing from the seed.
+// callback's delay and coalescing from the seed (or the script).
 func (s *Scheduler) drainInbox() {
 	s.mu.Lock()
 	in := s.inbox
@@ -210,20 +263,66 @@ func (s *Scheduler) drainInbox() {
 	s.mu.Unlock()
 	for _, p := range in {
 		if p.wake == nil {
+			if s.pct != nil {
+				s.pct.cur.Store(p.src) // a post belongs to the chain that posted it
+			}
 			s.push(s.now, p.label, p.fn)
+			if s.pct != nil {
+				s.pct.cur.Store(-1)
+			}
 			continue
 		}
 		w := p.wake
-		if w.queued && s.opts.CoalesceChance > 0 && s.rng.Chance(s.opts.CoalesceChance) {
+		s.wakes++
+		if w.queued && s.coalesce() {
 			s.fold(0xC0A1E5CE, uint64(s.now), HashString(w.label))
+			if s.rec != nil {
+				s.rec.coalesced = append(s.rec.coalesced, s.wakes)
+			}
 			continue
 		}
-		var d time.Duration
-		if s.opts.MaxWakeDelay > 0 {
-			d = time.Duration(s.rng.Intn(int(s.opts.MaxWakeDelay) + 1))
-		}
 		w.queued = true
-		s.push(s.now+d, w.label, w.run)
+		switch {
+		case s.script != nil:
+			s.pushWake(s.now+s.script.delay(s.wakes), w)
+		case s.pct != nil:
+			s.pushWake(s.now, w)
+		default:
+			var d time.Duration
+			if s.opts.MaxWakeDelay > 0 {
+				d = time.Duration(s.rng.Intn(int(s.opts.MaxWakeDelay) + 1))
+			}
+			s.push(s.now+d, w.label, w.run)
+			if s.rec != nil {
+				s.rec.wake(s.seq, s.wakes, s.now)
+			}
+		}
+	}
+}
+
+// coalesce decides whether a repeated trigger of a queued wake is merged.
+func (s *Scheduler) coalesce() bool {
+	if s.script != nil {
+		return s.script.coalesce(s.wakes)
+	}
+	return s.opts.CoalesceChance > 0 && s.rng.Chance(s.opts.CoalesceChance)
+}
+
+// pushWake queues a wake's delivery under a script or PCT: due at at; PCT
+// may deliver it as late as MaxWakeDelay after the trigger.
+func (s *Scheduler) pushWake(at time.Duration, w *waker) {
+	s.seq++
+	e := event{at: at, due: at, id: s.seq, label: w.label, fn: w.run}
+	if s.pct != nil {
+		if w.src < 0 {
+			w.src = s.pct.newSource()
+		}
+		e.src, e.due = w.src, at+s.opts.MaxWakeDelay
+	}
+	s.queue.push(e)
+	if s.rec != nil {
+		s.rec.pushed(s.seq, s.steps, at)
+		s.rec.wake(s.seq, s.wakes, s.now)
 	}
 }
 
@@ -237,6 +336,12 @@ func (s *Scheduler) fold(vals ...uint64) {
 // Step runs the next event, if any, and reports whether it ran one.
 func (s *Scheduler) Step() bool {
 	s.drainInbox()
+	switch {
+	case s.script != nil:
+		return s.stepScripted()
+	case s.pct != nil:
+		return s.stepPCT()
+	}
 	for s.queue.len() > 0 {
 		e := s.queue.pop()
 		if len(s.stops) > 0 && s.stops[e.id] {
@@ -250,8 +355,44 @@ func (s *Scheduler) Step() bool {
 		s.steps++
 		s.last = e.label
 		s.fold(uint64(e.at), e.id, HashString(e.label))
+		if s.rec != nil {
+			s.rec.ran(e.id, s.steps, e.at)
+		}
 		e.fn()
 		return true
+	}
+	return false
+}
+
+// run runs e, taken out of the queue, at virtual time at (the policies'
+// common tail of Step).
+func (s *Scheduler) run(e event, at time.Duration) {
+	if len(s.queued) > 0 {
+		delete(s.queued, e.id)
+	}
+	s.now = at
+	s.steps++
+	s.fold(uint64(at), e.id, HashString(e.label))
+	if s.rec != nil {
+		s.rec.ran(e.id, s.steps, at)
+	}
+	if s.pct != nil {
+		s.pct.cur.Store(e.src)
+		defer s.pct.cur.Store(-1)
+	}
+	e.fn()
+}
+
+// purgeTop pops stopped timers off the top of the queue and reports
+// whether an event is left.
+func (s *Scheduler) purgeTop() bool {
+	for s.queue.len() > 0 {
+		id := s.queue.peek().id
+		if len(s.stops) == 0 || !s.stops[id] {
+			return true
+		}
+		delete(s.stops, id)
+		s.queue.pop()
 	}
 	return false
 }

@@ -12,7 +12,14 @@ import (
 // (callbacks triggered repeatedly, some coalesced) and stopped timers, all
 // drawn from the run's seed, and returns the trace hash and a log of what ran.
 func workload(seed uint64) (uint64, string) {
-	s := New(Options{Seed: seed, MaxWakeDelay: 50 * time.Microsecond, CoalesceChance: 0.3})
+	h, l, _ := workloadOn(Options{Seed: seed, MaxWakeDelay: 50 * time.Microsecond, CoalesceChance: 0.3})
+	return h, l
+}
+
+// workloadOn is workload on a scheduler built with o; it also returns the
+// scheduler, run to idle.
+func workloadOn(o Options) (uint64, string, *Scheduler) {
+	s := New(o)
 	r := s.Rand("workload")
 	var log strings.Builder
 	counter := 0
@@ -48,7 +55,7 @@ func workload(seed uint64) (uint64, string) {
 	if err := s.RunUntilIdle(0); err != nil {
 		panic(err)
 	}
-	return s.TraceHash(), log.String()
+	return s.TraceHash(), log.String(), s
 }
 
 // TestDeterminism: 1000 seeds, each run twice, must give identical trace

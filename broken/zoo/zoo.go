@@ -22,6 +22,10 @@
 // TestZooCaught (without an overlay) builds and runs TestSwarmFinds once per
 // bug with `go test -overlay`.
 //
+// HuntSwarm takes the run's engine.Config, so a hunt may run under PCT
+// (engine.Config.Sched); the ordering bugs (Bug.Depth > 0) are hunted with
+// both policies by `realhunt pct`, and scripts/pct.sh writes docs/PCT.md.
+//
 // Wall-clock measurements (time to detect, the naive stress test) live in
 // broken/zoo/realhunt and broken/zoo/realstress, because the code they
 // measure may not read the clock or start goroutines.
@@ -56,6 +60,11 @@ type Bug struct {
 	Trips []rules.ID
 	// Blind says, for an escape, which check the swarm lacks.
 	Blind string
+	// Depth, for a bug planted to need an interleaving, is its depth in
+	// the sense of PCT (sim.PCT): the number of ordering constraints
+	// between events the scheduler may order either way that trigger it.
+	// 0: not an ordering bug. docs/PCT.md hunts these with both policies.
+	Depth int
 }
 
 // Caught reports whether the swarm is expected to catch the bug.
@@ -151,6 +160,17 @@ var Bugs = []Bug{
 	// Modelled on a get that returns 0 bytes taken as a hit (LMCache #497: the Mooncake store answers an absent key with a 0-length value, not None).
 	{Name: "empty_get_served", Breaks: rules.BFetch, What: "a fetch row answered MISS (nothing read into the slot) is folded as served",
 		Trips: []rules.ID{rules.BFetch}},
+	// Ordering bugs (Depth): each needs the scheduler to order events it may order either way. Modelled on completion handlers that
+	// take a late or early callback for a duplicate (lost wake-ups: vLLM #19874-style bookkeeping; Mooncake transfer-status polling).
+	{Name: "callback_overtakes", Breaks: rules.BAccess, Depth: 1,
+		What:  "a callback delivered before the callback of an earlier trigger (of another call) is taken for a stale duplicate and dropped: one ordering (a later trigger delivered first) loses a wake-up",
+		Trips: []rules.ID{rules.LiveHang, rules.BShut, rules.SHold}},
+	{Name: "ack_split_drops", Breaks: rules.BAccess, Depth: 2,
+		What:  "callbacks are acknowledged in two posted halves, and a callback delivered between the halves is taken for the one acknowledged and dropped: two orderings (after the first half, before the second) lose a wake-up",
+		Trips: []rules.ID{rules.LiveHang, rules.BShut, rules.SHold}},
+	{Name: "ack_split_waits", Breaks: rules.BAccess, Depth: 3,
+		What:  "as ack_split_drops, but a callback delivered between the halves is parked, and dropped only when a callback outstanding at the first half is still outstanding after the second: three orderings lose a wake-up",
+		Trips: []rules.ID{rules.LiveHang, rules.BShut, rules.SHold}},
 	{Name: "indoubt_ignored", Breaks: rules.SHold, What: "an in-doubt registration is treated as refused, so its regions are never reported",
 		Trips: []rules.ID{rules.BShut}},
 	// Modelled on failed loads whose block ids are still reported loaded (vLLM invalid_block_ids, LMCache #1835).

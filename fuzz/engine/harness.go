@@ -100,6 +100,15 @@ type Config struct {
 	// word of Repro (default "storesim"; a CLI built on cmd/storesim/cli
 	// under another name states its own).
 	Command string
+	// Sched is the scheduling policy of generated runs (sim.Random by
+	// default; sim.PCT with Depth and PCTSteps, 0 for the estimate
+	// PCTSteps): Plan writes it into the log's sched section, which is what
+	// a run obeys (sched.go).
+	Sched    sim.Policy
+	Depth    int
+	PCTSteps uint64
+	// RecordSchedule keeps the run's decisions in Result.Schedule.
+	RecordSchedule bool
 	// noModel leaves the reference model out: only BenchmarkModelCost
 	// sets it, to measure what the model costs.
 	noModel bool
@@ -152,7 +161,9 @@ func Plan(seed uint64, cfg Config) *workload.Log {
 			return lines
 		}
 	}
-	return workload.Generate(seed, gen)
+	log := workload.Generate(seed, gen)
+	log.Sched = cfg.schedSection()
+	return log
 }
 
 // RunSeed generates the log of seed and runs it.
@@ -172,6 +183,7 @@ func Run(log *workload.Log, cfg Config) *Result {
 	r.schedule()
 	err := r.runToIdle()
 	r.res.TraceHash, r.res.Steps, r.res.End = r.s.TraceHash(), r.s.Steps(), r.s.Now()
+	r.res.Schedule = r.s.Recorded()
 	r.judge(err)
 	return r.res
 }
@@ -221,7 +233,9 @@ type opState struct {
 }
 
 func (r *run) setup() error {
-	r.s = sim.New(SchedOptions(r.log.Seed))
+	o := SchedFor(r.log)
+	o.Record = r.cfg.RecordSchedule
+	r.s = sim.New(o)
 	r.rt = r.s
 	store, err := memdriver.NewStore(memdriver.StoreOptions{
 		Evicting: r.log.Store == "evicting", EvictChance: EvictChance(r.log.Store),

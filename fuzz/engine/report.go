@@ -27,7 +27,7 @@ func (r *Result) Repro() string {
 		}
 		return cmd
 	}
-	return fmt.Sprintf("%s replay --seed %d --driver %s --profile %s --ops %d", c.Command, r.Seed, c.Driver, c.Profile, c.Ops)
+	return fmt.Sprintf("%s replay --seed %d --driver %s --profile %s --ops %d%s", c.Command, r.Seed, c.Driver, c.Profile, c.Ops, c.schedFlags())
 }
 
 // Command is the program that replays the run (Config.Command, default

@@ -10,6 +10,7 @@ import (
 	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/fuzz/workload"
 	"github.com/storesim/storesim/model"
+	"github.com/storesim/storesim/sim"
 )
 
 // Verdict is a run's outcome class. Each has its own exit code in the CLI.
@@ -88,6 +89,10 @@ type Result struct {
 	// then the RealDriver.Stretch it ran with.
 	RealTime bool
 	Stretch  float64
+	// Schedule is the run's scheduling decisions when Config.RecordSchedule
+	// was set (nil otherwise): the log with it as its sched script replays
+	// this run without drawing from the seed.
+	Schedule *sim.Schedule
 }
 
 // Rule is the first failing rule (0 on a pass).

@@ -15,7 +15,13 @@
 //     endpoints with every op on them;
 //   - faults: drop fault lines, in chunks then singly;
 //   - keys: drop keys from views (masked-out rows first);
-//   - regions: drop regions, then halve slot counts.
+//   - regions: drop regions, then halve slot counts;
+//   - schedule, last, once the log is minimal: the run's scheduling
+//     decisions are recorded (engine.ScheduleOf) into the log's sched
+//     script, which then replays the same run without drawing from the
+//     seed, and ddmin drops decisions — each dropped one takes its default:
+//     the event created first, no callback delay, no coalescing — while
+//     the same rule still fails (schedule.go).
 //
 // Every candidate stays a valid log: dropping an op drops the cancels that
 // target it and renumbers the remaining cancel targets (driver probes are
@@ -58,7 +64,10 @@ type Options struct {
 	Stop func() bool
 	// Progress is called after every kept reduction.
 	Progress func(Progress)
-	_        struct{}
+	// KeepSchedule skips the schedule pass: the shrunk log keeps drawing
+	// its schedule from the seed.
+	KeepSchedule bool
+	_            struct{}
 }
 
 // Progress reports a kept reduction.
@@ -71,16 +80,23 @@ type Progress struct {
 // Size measures a log; every pass makes one of its fields smaller.
 type Size struct {
 	Ops, Keys, Faults, Endpoints, Regions, Slots int
+	// Decisions counts the non-default decisions of the log's sched
+	// script (0 without one: the schedule is drawn from the seed).
+	Decisions int
 }
 
 func (s Size) String() string {
-	return fmt.Sprintf("%d ops, %d keys, %d fault lines, %d endpoints, %d regions, %d slots",
+	t := fmt.Sprintf("%d ops, %d keys, %d fault lines, %d endpoints, %d regions, %d slots",
 		s.Ops, s.Keys, s.Faults, s.Endpoints, s.Regions, s.Slots)
+	if s.Decisions > 0 {
+		t += fmt.Sprintf(", %d schedule decisions", s.Decisions)
+	}
+	return t
 }
 
 // SizeOf measures a log.
 func SizeOf(l *workload.Log) Size {
-	s := Size{Ops: len(l.Ops), Endpoints: len(l.Endpoints)}
+	s := Size{Ops: len(l.Ops), Endpoints: len(l.Endpoints), Decisions: l.Sched.Script.Decisions()}
 	for _, op := range l.Ops {
 		s.Keys += len(op.Keys)
 	}
@@ -105,6 +121,10 @@ type Result struct {
 	// Done: a whole round of every pass removed nothing (a local minimum);
 	// false when MaxRuns or Stop ended the shrink first.
 	Done bool
+	// Schedule counts the non-default scheduling decisions: of the
+	// original log's run, of the minimal log's run before the schedule
+	// pass, and of Log's sched script after it.
+	Schedule ScheduleSizes
 }
 
 // Shrink minimizes log, keeping its verdict and first rule. The original
@@ -145,6 +165,14 @@ func Shrink(log *workload.Log, opts Options) (*Result, error) {
 		if !progress && !s.stopped {
 			s.res.Done = true
 			break
+		}
+	}
+	if !opts.KeepSchedule && !s.stopped {
+		s.res.Schedule.Original = originalDecisions(start, first, opts.Config)
+		s.pass = "schedule"
+		s.schedule()
+		if s.stopped {
+			s.res.Done = false
 		}
 	}
 	s.res.Log, s.res.Run = s.best, s.run
@@ -390,7 +418,7 @@ func (s *shrinker) regions() bool {
 }
 
 func clone(l *workload.Log) *workload.Log {
-	out := &workload.Log{Seed: l.Seed, Store: l.Store}
+	out := &workload.Log{Seed: l.Seed, Store: l.Store, Sched: l.Sched}
 	for _, e := range l.Endpoints {
 		e.Regions = append([]workload.RegionSpec(nil), e.Regions...)
 		e.Faults = append([]string(nil), e.Faults...)
@@ -422,6 +450,10 @@ func (r *Result) Text(file, origin string) string {
 		b.WriteString(" (stopped by the budget; may shrink further)")
 	}
 	b.WriteString("\n")
+	if sc := r.Schedule; sc.Shrunk {
+		fmt.Fprintf(&b, "# schedule: %d non-default decisions (the original run: %d; the minimal log's before the schedule pass: %d); the sched script replays it without the seed's draws\n",
+			sc.After, sc.Original, sc.Before)
+	}
 	fmt.Fprintf(&b, "# trace %016x\n", r.Run.TraceHash)
 	if file == "" {
 		file = "FILE"

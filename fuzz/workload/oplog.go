@@ -88,6 +88,9 @@ type Log struct {
 	Store     string // "durable" or "evicting"
 	Endpoints []Endpoint
 	Ops       []Op
+	// Sched is the schedule section (sched.go): zero for the seed's random
+	// policy.
+	Sched Sched
 }
 
 // Endpoint is one backend with its driver and memory.
@@ -182,6 +185,7 @@ func (l *Log) String() string {
 		b.WriteString(op.String())
 		b.WriteByte('\n')
 	}
+	l.Sched.write(&b)
 	b.WriteString(End + "\n")
 	return b.String()
 }
@@ -310,6 +314,9 @@ type parser struct {
 	line      int
 	endpoints map[string]int
 	budget    Budget
+	// schedLines counts sched lines; policySet: a sched random|pct line.
+	schedLines int
+	policySet  bool
 }
 
 func (p *parser) errf(format string, args ...any) error {
@@ -348,10 +355,12 @@ func (p *parser) parseLine(line string) error {
 			return p.errf("more than %d ops (the limit of ops per log, see docs/FORMATS.md)", MaxOps)
 		}
 		return p.parseOp(rest)
+	case "sched":
+		return p.parseSched(rest)
 	case End:
 		return p.errf("%q before the last line (only comments may follow it)", End)
 	default:
-		return p.errf("unknown line kind %q (want seed, store, endpoint, fault, op or end)", verb)
+		return p.errf("unknown line kind %q (want seed, store, endpoint, fault, op, sched or end)", verb)
 	}
 	return nil
 }

@@ -6,7 +6,10 @@
 //	realhunt swarm -starts 0,10000,… -limit N [-storesim BIN]  # in a build with -overlay
 //	realhunt naive -budget 20s -runs 3                         # in a -race build with -overlay
 //	realhunt render -in results.jsonl                          # writes docs/ZOO.md to stdout
-//	realhunt list                                              # every bug: name caught|escape
+//	realhunt pct -starts 0,10000,… -limit N [-depths 1,3]      # in a build with -overlay: random vs PCT
+//	realhunt schedshrink -limit N -runs R                      # in a build with -overlay: shrink ops, then the schedule
+//	realhunt render-pct -in pct.jsonl                          # writes docs/PCT.md to stdout
+//	realhunt list                                              # every bug: name caught|escape [depth]
 //
 // For example, `go build -overlay "$(realhunt overlay nocut_key)" -o
 // realhunt-nocut_key ./broken/zoo/realhunt` builds a realhunt that hunts
@@ -53,11 +56,21 @@ func main() {
 		err = naiveChild(args)
 	case "render":
 		err = render(args)
+	case "pct":
+		err = pctHunt(args)
+	case "schedshrink":
+		err = schedShrink(args)
+	case "render-pct":
+		err = renderPCT(args)
 	case "list":
 		for _, b := range zoo.Bugs {
 			kind := "escape"
 			if b.Caught() {
 				kind = "caught"
+			}
+			if b.Depth > 0 {
+				fmt.Println(b.Name, kind, b.Depth)
+				continue
 			}
 			fmt.Println(b.Name, kind)
 		}
@@ -71,7 +84,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: realhunt overlay|swarm|naive|render|list [flags] (see the package doc)")
+	fmt.Fprintln(os.Stderr, "usage: realhunt overlay|swarm|naive|render|pct|schedshrink|render-pct|list [flags] (see the package doc)")
 	os.Exit(2)
 }
 

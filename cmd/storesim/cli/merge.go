@@ -79,12 +79,16 @@ func sameSwarm(shards []*shardFile) []string {
 	var bad []string
 	ref := shards[0]
 	key := func(sh *shardFile) string {
-		return fmt.Sprintf("range %s in %d shards, driver=%s profile=%s ops=%d check-determinism=%t",
+		k := fmt.Sprintf("range %s in %d shards, driver=%s profile=%s ops=%d check-determinism=%t",
 			*sh.sum.Range, sh.shard.n, *sh.sum.Driver, *sh.sum.Profile, *sh.sum.Ops, sh.sum.CheckDeterminism)
+		if sh.sum.Sched != "" {
+			k += " " + sh.sum.Sched
+		}
+		return k
 	}
 	for _, sh := range shards[1:] {
 		if key(sh) != key(ref) {
-			bad = append(bad, fmt.Sprintf("%s is not a shard of the swarm of %s: %s, but %s (shards of one swarm share the range, shard count, driver, profile, ops and --check-determinism)",
+			bad = append(bad, fmt.Sprintf("%s is not a shard of the swarm of %s: %s, but %s (shards of one swarm share the range, shard count, driver, profile, ops, --sched and --check-determinism)",
 				sh.name, ref.name, key(sh), key(ref)))
 		}
 	}
@@ -140,6 +144,7 @@ func mergeShards(files []*shardFile) *merged {
 
 	m.sum = tallyOf(m.seeds)
 	m.sum.Type, m.sum.Driver, m.sum.Profile, m.sum.Ops = "summary", *ref.sum.Driver, *ref.sum.Profile, int(*ref.sum.Ops)
+	m.sum.Sched = ref.sum.Sched
 	m.sum.Range, m.sum.Shard, m.sum.CheckDeterminism, m.sum.Shards = *ref.sum.Range, "0/1", ref.sum.CheckDeterminism, len(files)
 	m.sum.Exit = exitPass
 	for _, sh := range m.shards {
@@ -155,6 +160,9 @@ func mergeShards(files []*shardFile) *merged {
 // runFlags are the run flags that rebuild sh's seeds as its swarm ran them.
 func runFlags(sh *shardFile) string {
 	f := fmt.Sprintf("--json --driver %s --profile %s --ops %d", *sh.sum.Driver, *sh.sum.Profile, *sh.sum.Ops)
+	if sh.sum.Sched != "" {
+		f += " " + sh.sum.Sched
+	}
 	if sh.sum.CheckDeterminism {
 		f += " --check-determinism"
 	}

@@ -59,6 +59,7 @@ type summaryIn struct {
 	Driver           *string             `json:"driver"`
 	Profile          *string             `json:"profile"`
 	Ops              *flexUint           `json:"ops"`
+	Sched            string              `json:"sched"`
 	Range            *string             `json:"range"`
 	Shard            *string             `json:"shard"`
 	CheckDeterminism bool                `json:"check_determinism"`

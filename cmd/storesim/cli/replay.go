@@ -48,6 +48,8 @@ func (s *source) resolve(pos []string) (*workload.Log, engine.Config, error) {
 		return nil, engine.Config{}, usagef("give --seed N (with --driver, --profile, --ops) or an op log FILE or failure folder")
 	case len(pos) == 1 && (wasSet(s.fs, "profile") || wasSet(s.fs, "ops")):
 		return nil, engine.Config{}, usagef("--profile and --ops shape generated logs; a FILE replays as written (--driver may replace its endpoints' driver)")
+	case len(pos) == 1 && (wasSet(s.fs, "sched") || wasSet(s.fs, "depth") || wasSet(s.fs, "pct-steps")):
+		return nil, engine.Config{}, usagef("--sched, --depth and --pct-steps shape generated runs; a FILE replays with its own sched section (docs/FORMATS.md)")
 	}
 	if seedSet {
 		cfg, err := s.gen.config()

@@ -13,16 +13,21 @@ import (
 	"github.com/storesim/storesim/fuzz/engine"
 	"github.com/storesim/storesim/fuzz/registry"
 	"github.com/storesim/storesim/fuzz/workload"
+	"github.com/storesim/storesim/sim"
 )
 
 // genFlags are the flags that shape generated runs (run, replay --seed,
 // shrink --seed).
 type genFlags struct {
 	app             *app // the CLI's name and drivers
+	fs              *flag.FlagSet
 	driver, profile string
 	ops             int
 	maxSteps        uint64
 	linTimeout      time.Duration
+	sched           string
+	depth           int
+	pctSteps        uint64
 }
 
 // driverFactory, when set, builds every endpoint's driver instead of the
@@ -31,11 +36,34 @@ type genFlags struct {
 var driverFactory func(name string, env registry.Env) (drivers.Driver, error)
 
 func (g *genFlags) register(fs *flag.FlagSet) {
+	g.fs = fs
 	fs.StringVar(&g.driver, "driver", workload.Mixed, "driver of every endpoint (see storesim drivers); mixed draws memory or together per endpoint from the seed")
 	fs.StringVar(&g.profile, "profile", string(engine.Default), "fault profile: calm (no faults), default (a swarm fault mix per seed; an evicting store in one seed of four), evicting (swarm faults on an evicting store)")
 	fs.IntVar(&g.ops, "ops", 100, "generated ops per seed")
 	fs.Uint64Var(&g.maxSteps, "max-steps", 0, "scheduler events per run before it counts as a livelock, a liveness failure (default 100000 + 50 per op: 105000 for 100 ops)")
 	fs.DurationVar(&g.linTimeout, "lin-timeout", 0, "porcupine time limit per run; a timeout is the verdict unknown (default 10s)")
+	fs.StringVar(&g.sched, "sched", "random", "scheduling policy of generated runs: random (seeded tie-breaks and callback delays) or pct (probabilistic concurrency testing: random priorities per event source, --depth - 1 priority change points; docs/PCT.md)")
+	fs.IntVar(&g.depth, "depth", 3, fmt.Sprintf("--sched pct: the bug depth d aimed at, 1 to %d (d - 1 change points)", workload.MaxDepth))
+	fs.Uint64Var(&g.pctSteps, "pct-steps", 0, fmt.Sprintf("--sched pct: the k steps the change points are drawn over (default %d × ops)", engine.PCTStepsPerOp))
+}
+
+// schedConfig validates --sched, --depth and --pct-steps into c.
+func (g *genFlags) schedConfig(c *engine.Config, fs *flag.FlagSet) error {
+	p, err := sim.ParsePolicy(g.sched)
+	switch {
+	case err != nil:
+		return usagef("--sched: %v", err)
+	case p != sim.PCT && (wasSet(fs, "depth") || wasSet(fs, "pct-steps")):
+		return usagef("--depth and --pct-steps shape PCT schedules: give them with --sched pct")
+	case g.depth < 1 || g.depth > workload.MaxDepth:
+		return usagef("--depth %d: want 1 to %d", g.depth, workload.MaxDepth)
+	case g.pctSteps > 1<<30:
+		return usagef("--pct-steps %d: want at most %d", g.pctSteps, 1<<30)
+	}
+	if p == sim.PCT {
+		c.Sched, c.Depth, c.PCTSteps = p, g.depth, g.pctSteps
+	}
+	return nil
 }
 
 // config validates the flags into a harness config.
@@ -53,7 +81,11 @@ func (g *genFlags) config() (engine.Config, error) {
 	if g.linTimeout < 0 {
 		return engine.Config{}, usagef("--lin-timeout %v: want a positive duration", g.linTimeout)
 	}
-	return g.runConfig(engine.Config{Driver: g.driver, Profile: p, Ops: g.ops}), nil
+	c := engine.Config{Driver: g.driver, Profile: p, Ops: g.ops}
+	if err := g.schedConfig(&c, g.fs); err != nil {
+		return engine.Config{}, err
+	}
+	return g.runConfig(c), nil
 }
 
 // runConfig adds the flags that apply to any run, generated or from a file,
@@ -104,6 +136,8 @@ func (f *realFlags) config(g *genFlags, fs *flag.FlagSet) (engine.Config, error)
 		return engine.Config{}, usagef("--lin-timeout %v: want a positive duration", g.linTimeout)
 	case wasSet(fs, "max-steps"):
 		return engine.Config{}, usagef("--max-steps: %s runs in real time, without scheduler steps (bound it with --wait)", g.driver)
+	case wasSet(fs, "sched") || wasSet(fs, "depth") || wasSet(fs, "pct-steps"):
+		return engine.Config{}, usagef("--sched, --depth, --pct-steps: %s runs in real time, where no scheduler decides the interleaving", g.driver)
 	case f.stretch < 0 || f.stretch != f.stretch:
 		return engine.Config{}, usagef("--stretch %g: want a positive factor", f.stretch)
 	case f.wait < 0:
@@ -266,6 +300,9 @@ func (o *runOpts) swarm(ctx context.Context, stdout, stderr io.Writer) int {
 	}
 	src := newSeedSource(o.seeds, o.shard, o.base)
 	fmt.Fprintf(stderr, "storesim run: driver=%s profile=%s ops=%d seeds=%s", o.cfg.Driver, o.cfg.Profile, o.cfg.Ops, o.seeds)
+	if o.cfg.Sched == sim.PCT {
+		fmt.Fprintf(stderr, " sched=pct depth=%d", o.cfg.Depth)
+	}
 	if o.seeds.random {
 		fmt.Fprintf(stderr, " (drawn from base %d; each seed is printed) budget=%v", o.base, o.budget)
 	} else {

@@ -47,6 +47,9 @@ type summaryRecord struct {
 	Driver  string `json:"driver"`
 	Profile string `json:"profile"`
 	Ops     int    `json:"ops"`
+	// Sched is the scheduling policy's flags ("--sched pct --depth 3"),
+	// absent for the default random policy.
+	Sched string `json:"sched,omitempty"`
 	// Range is the --seeds value of the whole swarm (START:COUNT, or
 	// random) and Shard the --shard I/N this run covered of it, so that
 	// storesim merge can tell a missing or duplicated shard.
@@ -120,7 +123,7 @@ type tally struct {
 
 func newTally(o *runOpts, src *seedSource, stdout, stderr io.Writer) *tally {
 	t := &tally{o: o, stdout: stdout, stderr: stderr, enc: json.NewEncoder(stdout), start: time.Now()}
-	t.sum = summaryRecord{Type: "summary", Driver: o.cfg.Driver, Profile: string(o.cfg.Profile), Ops: o.cfg.Ops,
+	t.sum = summaryRecord{Type: "summary", Driver: o.cfg.Driver, Profile: string(o.cfg.Profile), Ops: o.cfg.Ops, Sched: strings.TrimSpace(o.cfg.SchedFlags()),
 		Range: o.seeds.String(), Shard: fmt.Sprintf("%d/%d", o.shard.i, o.shard.n), CheckDeterminism: o.determinism, Classes: map[string]int{}}
 	if isTerminal(stderr) && !o.quiet {
 		t.bar = &progress{w: stderr, total: int(src.count)} // 0 for random seeds
