@@ -155,6 +155,8 @@ func (r *run) judge(runErr error) {
 			res.Calls = append(res.Calls, EndpointCall{Endpoint: ep.Name, CallInfo: c})
 		}
 	}
-	res.Notes = append(res.Notes, r.attemptNotesOut()...)
+	if res.Verdict != Pass || r.cfg.AllNotes {
+		res.Notes = append(res.Notes, r.attemptNotesOut()...)
+	}
 	sort.SliceStable(res.Notes, func(i, j int) bool { return res.Notes[i].Seq < res.Notes[j].Seq })
 }

@@ -183,7 +183,7 @@ func TestPorcupineLinked(t *testing.T) {
 
 // TestPassingRun: a passing run has a page too, with no failure marker.
 func TestPassingRun(t *testing.T) {
-	r := engine.RunSeed(1, engine.Config{Ops: 20})
+	r := engine.RunSeed(1, engine.Config{Ops: 20, AllNotes: true})
 	if r.Verdict != engine.Pass {
 		t.Fatalf("seed 1: %s %sTestPassingRun)", r.Summary(), repro)
 	}

@@ -172,6 +172,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return inputErr("replay", err, stderr)
 	}
+	cfg.AllNotes = *viz != "" // a page of a passing run shows its attempts too
 	res := engine.Run(log, cfg)
 	repro := src.origin(res)
 	if *asJSON {
