@@ -1,0 +1,188 @@
+"""Broken Python drivers: the reference driver with one planted fault each,
+proving that certification across the process boundary can fail. BROKEN
+maps a name to (the class, the rule certification must fail it on, what is
+planted). FAULTY are processes that break the protocol itself (the parent
+reports an incident, kills the process and goes on).
+
+    python3 python/broken_driver.py LateWriteAfterEnded
+"""
+
+import os
+import sys
+import time
+
+from .adapter import ENDED, FAULT, OK, PENDING, log
+from .reference import MemoryDriver
+
+
+class LateWriteAfterEnded(MemoryDriver):
+    """Reports a FETCH ENDED, then writes its slots again, late: the next
+    time a request arrives (the transfer's DMA lands after the driver said
+    it was over)."""
+
+    name = "broken:LateWriteAfterEnded"
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.late = []  # (region, slot, times left)
+
+    def finish_fetch(self, call, results):
+        super().finish_fetch(call, results)
+        for i, row in enumerate(call.rows):
+            if results[i] == OK:
+                self.late.append([self.regions[row.handle], row.slot, 3])
+
+    def before_request(self, msg):
+        keep = []
+        for item in self.late:
+            r, slot, n = item
+            if r.mm is not None:
+                r.write_slot(slot, bytes([0xEE]) * r.slot_bytes)
+            if n > 1:
+                keep.append([r, slot, n - 1])
+        self.late = keep
+
+
+class MissAsFault(MemoryDriver):
+    """Answers FAULT for an absent key while declaring AbsentIsMiss."""
+
+    name = "broken:MissAsFault"
+
+    def absent(self):
+        return FAULT
+
+
+class AcceptsRepeatedKey(MemoryDriver):
+    """Accepts a batch that names one key twice."""
+
+    name = "broken:AcceptsRepeatedKey"
+
+    def check_key(self, keys, i, row):
+        pass
+
+
+class LostNotification(MemoryDriver):
+    """Never signals a call's last change: the state changes, the
+    notification says "signal": false."""
+
+    name = "broken:LostNotification"
+
+    def finish_fetch(self, call, results):
+        call.update(results=results, access=ENDED, signal=False)
+
+    def publish(self, call):
+        vals = [self.regions[row.handle].read_slot(row.slot) for row in call.rows]
+        call.update(access=ENDED)
+        for i, row in enumerate(call.rows):
+            self.store.setdefault(row.key, vals[i])
+        call.update(results=[OK] * len(call.rows), signal=False)
+
+
+class UnregistersBusy(MemoryDriver):
+    """Unregisters a region a call whose access is not ENDED still names."""
+
+    name = "broken:UnregistersBusy"
+
+    def busy(self, handle):
+        return None
+
+
+class DrainLies(MemoryDriver):
+    """Drain answers done, with no pending call, whatever is in flight."""
+
+    name = "broken:DrainLies"
+
+    def drain(self):
+        self.draining = True
+        return True, []
+
+
+class RegressingResult(MemoryDriver):
+    """Changes a final result: a FETCH row reported OK becomes FAULT in a
+    later notification."""
+
+    name = "broken:RegressingResult"
+
+    def finish_fetch(self, call, results):
+        super().finish_fetch(call, results)
+        if OK in results:
+            i = results.index(OK)
+            again = list(results)
+            again[i] = FAULT
+            call.update(results=again)
+
+
+# name -> (class, rule, planted fault)
+BROKEN = {
+    "LateWriteAfterEnded": (LateWriteAfterEnded, "D-ACCESS-END", "writes a FETCH slot again after reporting ENDED"),
+    "MissAsFault": (MissAsFault, "D-MISS-HONEST", "an absent key is answered FAULT"),
+    "AcceptsRepeatedKey": (AcceptsRepeatedKey, "D-BATCH-KEYS", "accepts a batch naming one key twice"),
+    "LostNotification": (LostNotification, "D-CB-2", "no callback after a call's last change"),
+    "UnregistersBusy": (UnregistersBusy, "D-REG-6", "unregisters a region a live call still uses"),
+    "DrainLies": (DrainLies, "D-DRAIN-1", "drain reports done with calls pending"),
+    "RegressingResult": (RegressingResult, "D-CB-3", "a final result changes"),
+}
+
+
+class Faulty(MemoryDriver):
+    """A process that breaks the protocol after `after` requests: how is the
+    subclass's business."""
+
+    def __init__(self, after=20, **kw):
+        super().__init__(**kw)
+        self.after = after
+        self.requests = 0
+
+    def before_request(self, msg):
+        self.requests += 1
+        if self.requests == self.after:
+            self.misbehave(msg)
+
+    def misbehave(self, msg):
+        raise NotImplementedError
+
+
+class Garbage(Faulty):
+    name = "faulty:Garbage"
+
+    def misbehave(self, msg):
+        sys.stdout.buffer.write(b"this is not JSON\n")
+        sys.stdout.buffer.flush()
+
+
+class Hang(Faulty):
+    name = "faulty:Hang"
+
+    def misbehave(self, msg):
+        log("faulty:Hang: stops answering at request %d (%s)" % (self.requests, msg.get("op")))
+        while True:
+            time.sleep(3600)
+
+
+class Die(Faulty):
+    name = "faulty:Die"
+
+    def misbehave(self, msg):
+        log("faulty:Die: exits at request %d (%s)" % (self.requests, msg.get("op")))
+        sys.stdout.buffer.flush()
+        os._exit(3)
+
+
+class Flood(Faulty):
+    name = "faulty:Flood"
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.flooding = False
+
+    def finish_fetch(self, call, results):
+        super().finish_fetch(call, results)
+        if self.requests >= self.after and not self.flooding:
+            self.flooding = True
+            for _ in range(100000):
+                call.update()
+
+
+FAULTY = {"Garbage": Garbage, "Hang": Hang, "Die": Die, "Flood": Flood}
+
+__all__ = ["BROKEN", "FAULTY", "PENDING"]
