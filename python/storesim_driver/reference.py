@@ -91,10 +91,20 @@ class MemoryDriver(Driver):
     def register_together(self, regions):
         if not regions:
             raise DriverError(INVALID, "no regions")
-        seen = list(self.regions.values())
+        # D-GEOM within the set (a repeated label, shared memory), then
+        # D-REG-1 against what is live.
+        for i, r in enumerate(regions):
+            err = r.geometry_error()
+            if err:
+                raise DriverError(BAD_GEOMETRY, "D-GEOM: " + err)
+            for o in regions[:i]:
+                if o.label == r.label:
+                    raise DriverError(BAD_GEOMETRY, "D-GEOM: label %r used twice" % r.label)
+                if r.overlaps(o):
+                    raise DriverError(BAD_GEOMETRY, "D-GEOM: region %r shares memory with region %r" % (r.label, o.label))
+        live = list(self.regions.values())
         for r in regions:
-            self._check_new(r, seen)
-            seen.append(r)
+            self._check_new(r, live)
         handles = []
         for r in regions:
             r.open()
