@@ -1,6 +1,7 @@
 package procdriver_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -35,5 +36,40 @@ func TestCertifyReference(t *testing.T) {
 		rep.Certified, time.Since(start).Round(time.Millisecond), passed, skipped, len(rep.Failed()), rig.Started(), rig.Deleted())
 	if !rep.Certified || rig.Deleted() == 0 {
 		t.Fatalf("the Python reference driver is not certified: failed %v, gaps %v:\n%s%s", rep.Failed(), rep.Gaps, rep.Table(), repro(t))
+	}
+}
+
+// brokenDrivers are python/storesim_driver/broken.py's BROKEN: each must
+// fail certification on its rule.
+var brokenDrivers = []struct{ name, rule string }{
+	{"LateWriteAfterEnded", "D-ACCESS-END"},
+	{"MissAsFault", "D-MISS-HONEST"},
+	{"AcceptsRepeatedKey", "D-BATCH-KEYS"},
+	{"LostNotification", "D-CB-2"},
+	{"UnregistersBusy", "D-REG-6"},
+	{"DrainLies", "D-DRAIN-1"},
+	{"RegressingResult", "D-CB-3"},
+}
+
+// TestBrokenCertify shows that certification fails each broken Python
+// driver on its rule, across the process boundary.
+func TestBrokenCertify(t *testing.T) {
+	for _, b := range brokenDrivers {
+		t.Run(b.name, func(t *testing.T) {
+			rig := proctest.New(procdriver.Config{Command: brokenCmd(t, b.name)})
+			rep := rig.Certify("exec:python3 python/broken_driver.py "+b.name, drivertest.Options{Short: true, Rules: []string{b.rule}})
+			rr, _ := rep.Rule(b.rule)
+			first := ""
+			if len(rr.Violations) > 0 {
+				first = rr.Violations[0]
+			}
+			t.Logf("%s: %s %s, %d violation(s); first: %s", b.name, b.rule, rr.Verdict, rr.Found, first)
+			if !slices.Contains(rep.Failed(), b.rule) {
+				t.Fatalf("broken Python driver %s: want %s failed, got failed %v:\n%s(repro: go test ./drivers/procdriver -run '^TestBrokenCertify$/^%s$' -v)", b.name, b.rule, rep.Failed(), rep.Table(), b.name)
+			}
+			if len(rig.Incidents()) > 0 {
+				t.Fatalf("broken Python driver %s: unexpected incidents %v (repro: go test ./drivers/procdriver -run '^TestBrokenCertify$/^%s$' -v)", b.name, rig.Incidents(), b.name)
+			}
+		})
 	}
 }

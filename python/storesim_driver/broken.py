@@ -99,17 +99,25 @@ class DrainLies(MemoryDriver):
 
 class RegressingResult(MemoryDriver):
     """Changes a final result: a FETCH row reported OK becomes FAULT in a
-    later notification."""
+    later notification (sent when the next request arrives, so the OK was
+    seen first)."""
 
     name = "broken:RegressingResult"
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.regress = []
 
     def finish_fetch(self, call, results):
         super().finish_fetch(call, results)
         if OK in results:
-            i = results.index(OK)
-            again = list(results)
-            again[i] = FAULT
-            call.update(results=again)
+            self.regress.append(call)
+
+    def before_request(self, msg):
+        for call in self.regress:
+            i = call.results.index(OK)
+            call.update(results={i: FAULT})
+        self.regress = []
 
 
 # name -> (class, rule, planted fault)
