@@ -5,7 +5,8 @@
 
 NAME is one of storesim_driver.broken.BROKEN (a planted contract fault,
 which certification must fail on its rule) or FAULTY (a process that breaks
-the protocol after --after N requests: Garbage, Hang, Die, Flood).
+the protocol after --after N requests: Garbage, Hang, Die, Flood; with
+--once PATH only the first process that creates PATH does).
 --list prints them.
 """
 
@@ -25,6 +26,7 @@ def main():
     p.add_argument("--list", action="store_true")
     p.add_argument("--latency-ms", type=float, default=20.0)
     p.add_argument("--after", type=int, default=20)
+    p.add_argument("--once", help="FAULTY only: misbehave only in the first process that creates this file")
     a = p.parse_args()
     if a.list or not a.name:
         for n, (_, rule, what) in sorted(BROKEN.items()):
@@ -36,7 +38,7 @@ def main():
     if a.name in BROKEN:
         serve(BROKEN[a.name][0](latency=lat))
     elif a.name in FAULTY:
-        serve(FAULTY[a.name](after=a.after, latency=lat))
+        serve(FAULTY[a.name](after=a.after, once=a.once, latency=lat))
     else:
         sys.exit("unknown broken driver %r (see --list)" % a.name)
 

@@ -245,7 +245,7 @@ func New(cfg Config) (Process, error) {
 	if err != nil || bad != "" {
 		d.Shutdown(context.Background())
 		if in := d.Incident(); in != nil {
-			return nil, fmt.Errorf("procdriver: %s: %w", cfg.Name, in)
+			return nil, fmt.Errorf("procdriver: %w", in)
 		}
 		return nil, fmt.Errorf("procdriver: %s: %w", cfg.Name, err)
 	}
@@ -478,7 +478,7 @@ func (d *Driver) reader() {
 			case errors.Is(err, errLineTooLong):
 				d.fail(Garbage, fmt.Sprintf("line %d", n), fmt.Sprintf("the line is longer than %d bytes", d.cfg.MaxLine))
 			case !quiet:
-				d.fail(Died, fmt.Sprintf("line %d", n), "its stdout closed (the process ended) while the driver was in use")
+				d.fail(Died, "", fmt.Sprintf("its stdout closed after %d lines (the process ended) while the driver was in use", n-1))
 			}
 			return
 		}
@@ -680,12 +680,6 @@ func (d *Driver) fail(kind IncidentKind, during, detail string) {
 	report := d.started
 	d.mu.Unlock()
 
-	running := true
-	select {
-	case <-d.p.exited:
-		running = false
-	default:
-	}
 	d.p.kill()
 	exited := d.p.waitExit(5 * time.Second)
 	d.endAllAfterExit()
@@ -699,11 +693,11 @@ func (d *Driver) fail(kind IncidentKind, during, detail string) {
 	in := Incident{Kind: kind, Command: d.name, PID: d.p.pid, During: during, Detail: detail}
 	switch {
 	case !exited:
-		in.Exit = "it did not exit within 5s of SIGKILL"
-	case running:
-		in.Exit = d.p.exitString()
+		in.Exit = "killed by its pid, but it did not exit within 5s of SIGKILL"
+	case d.p.killed():
+		in.Exit = "killed by its pid (" + d.p.exitString() + ")"
 	default:
-		in.Exit = "it had already exited: " + d.p.exitString()
+		in.Exit = "it had exited by itself (" + d.p.exitString() + ")"
 	}
 	d.mu.Lock()
 	in.Stderr = string(d.stderr.b)

@@ -38,8 +38,8 @@ type Incident struct {
 	During string
 	// Detail says what went wrong, in words.
 	Detail string
-	// Exit is how the process ended once killed ("signal: killed",
-	// "exit status 3").
+	// Exit is how the process ended: "killed by its pid (signal:
+	// killed)", or "it had exited by itself (exit status 3)".
 	Exit string
 	// Stderr is the end of what the process wrote on its stderr.
 	Stderr string
@@ -57,7 +57,7 @@ func (in Incident) String() string {
 		fmt.Fprintf(&b, ": %s", in.Detail)
 	}
 	if in.Exit != "" {
-		fmt.Fprintf(&b, "; killed by pid, %s", in.Exit)
+		fmt.Fprintf(&b, "; %s", in.Exit)
 	}
 	if s := strings.TrimSpace(in.Stderr); s != "" {
 		fmt.Fprintf(&b, "; its stderr ends: %q", lastLines(s, 3))

@@ -132,6 +132,22 @@ func (p *proc) exitString() string {
 	return p.exitErr.Error()
 }
 
+// killed reports whether the process ended by SIGKILL.
+func (p *proc) killed() bool {
+	select {
+	case <-p.exited:
+	default:
+		return false
+	}
+	var ee *exec.ExitError
+	if errors.As(p.exitErr, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok {
+			return ws.Signaled() && ws.Signal() == syscall.SIGKILL
+		}
+	}
+	return false
+}
+
 // lineReader reads newline-terminated lines of at most max bytes.
 type lineReader struct {
 	r   *bufio.Reader

@@ -136,15 +136,26 @@ class Faulty(MemoryDriver):
     """A process that breaks the protocol after `after` requests: how is the
     subclass's business."""
 
-    def __init__(self, after=20, **kw):
+    def __init__(self, after=20, once=None, **kw):
         super().__init__(**kw)
         self.after = after
+        self.once = once
         self.requests = 0
 
     def before_request(self, msg):
         self.requests += 1
-        if self.requests == self.after:
+        if self.requests == self.after and self.first():
             self.misbehave(msg)
+
+    def first(self):
+        """With once=PATH only the first process to create PATH misbehaves."""
+        if not self.once:
+            return True
+        try:
+            os.close(os.open(self.once, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            return True
+        except FileExistsError:
+            return False
 
     def misbehave(self, msg):
         raise NotImplementedError
@@ -183,10 +194,13 @@ class Flood(Faulty):
         super().__init__(**kw)
         self.flooding = False
 
+    def misbehave(self, msg):
+        self.flooding = True
+
     def finish_fetch(self, call, results):
         super().finish_fetch(call, results)
-        if self.requests >= self.after and not self.flooding:
-            self.flooding = True
+        if self.flooding:
+            self.flooding = False
             for _ in range(100000):
                 call.update()
 
