@@ -694,6 +694,8 @@ func (d *Driver) fail(kind IncidentKind, during, detail string) {
 	switch {
 	case !exited:
 		in.Exit = "killed by its pid, but it did not exit within 5s of SIGKILL"
+	case kind == Died:
+		in.Exit = "it ended with " + d.p.exitString()
 	case d.p.killed():
 		in.Exit = "killed by its pid (" + d.p.exitString() + ")"
 	default:

@@ -29,7 +29,7 @@ func TestIncidents(t *testing.T) {
 		// Requests: hello, register, submit, start, then drain (the 5th).
 		{"Garbage", []string{"--after", "5", "--latency-ms", "60000"}, procdriver.Garbage, []string{"not a protocol message", `this is not JSON`, "killed by its pid (signal: killed)"}},
 		{"Hang", []string{"--after", "5", "--latency-ms", "60000"}, procdriver.Hung, []string{"during drain", "no answer within", "killed by its pid (signal: killed)", "stops answering"}},
-		{"Die", []string{"--after", "5", "--latency-ms", "60000"}, procdriver.Died, []string{"stdout closed", "exited by itself (exit status 3)", "exits at request 5"}},
+		{"Die", []string{"--after", "5", "--latency-ms", "60000"}, procdriver.Died, []string{"stdout closed", "it ended with exit status 3", "exits at request 5"}},
 		// The 3rd request (submit) arms it; the fetch then floods.
 		{"Flood", []string{"--after", "3", "--latency-ms", "0"}, procdriver.Flood, []string{"change notifications", "more than the", "killed by its pid"}},
 	} {

@@ -121,3 +121,10 @@ func (r *Rig) Certify(name string, opts drivertest.Options) drivertest.Report {
 	r.Report(&rep)
 	return rep
 }
+
+// Current is the process the running case is on (the last one started).
+func (r *Rig) Current() procdriver.Process {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.current
+}
