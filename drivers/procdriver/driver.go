@@ -573,8 +573,14 @@ func (d *Driver) change(n int, m *inbound, line []byte) bool {
 	c.results, c.access = res, acc
 	if c.dir == drivers.Fetch {
 		for i, st := range res {
-			if st == drivers.OK && (i >= len(oldRes) || oldRes[i] != drivers.OK) && i < len(c.wrote) && !c.wrote[i] {
+			if i >= len(c.wrote) || (i < len(oldRes) && oldRes[i] == st) {
+				continue
+			}
+			switch {
+			case st == drivers.OK && !c.wrote[i]:
 				d.forceRowLocked(c, i) // its bytes equal what the mapping held: no audit saw them change
+			case (st == drivers.Miss || st == drivers.NotAttempted) && c.wrote[i]:
+				d.aud.untouchedBroken(c, i, st) // written before it was reported so
 			}
 		}
 	}

@@ -195,6 +195,14 @@ func (a *auditor) note(w *window, i int, o owner) {
 	a.found = append(a.found, v)
 }
 
+// untouchedBroken notes a FETCH row reported st (MISS or NOT_ATTEMPTED)
+// whose slot an audit had already seen written.
+func (a *auditor) untouchedBroken(c *call, i int, st drivers.Status) {
+	r := c.rows[i]
+	a.found = append(a.found, rules.Violation{Rule: rules.DStatus, Class: rules.DStatus.Class(), Call: uint64(c.id), Row: i, Key: r.Key,
+		Detail: fmt.Sprintf("call %d reported FETCH row %d %v, but its slot %d had been written", c.id, i, st, r.Slot)})
+}
+
 // canaryFill fills slot i with Canary and takes that as its state.
 func (a *auditor) canaryFill(w *window, i int) {
 	if w.buf == nil {

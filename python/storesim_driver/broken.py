@@ -11,7 +11,7 @@ import os
 import sys
 import time
 
-from .adapter import ENDED, FAULT, OK, PENDING, log
+from .adapter import BUSY, ENDED, FAULT, MISS, OK, PENDING, DriverError, log
 from .reference import MemoryDriver
 
 
@@ -41,6 +41,52 @@ class LateWriteAfterEnded(MemoryDriver):
             if n > 1:
                 keep.append([r, slot, n - 1])
         self.late = keep
+
+
+class TouchesOnMiss(MemoryDriver):
+    """Writes the slot of a FETCH row it reports MISS."""
+
+    name = "broken:TouchesOnMiss"
+
+    def fetch_row(self, call, i, row):
+        st = super().fetch_row(call, i, row)
+        if st == MISS:
+            r = self.regions[row.handle]
+            r.write_slot(row.slot, bytes([0xEE]) * r.slot_bytes)
+        return st
+
+
+class WritesAfterUnregister(MemoryDriver):
+    """Keeps a region's mapping after unregistering it and writes the slots
+    it fetched into, the next time a request arrives."""
+
+    name = "broken:WritesAfterUnregister"
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.fetched = {}  # handle -> set of slots
+        self.gone = []  # (region, slots)
+
+    def finish_fetch(self, call, results):
+        super().finish_fetch(call, results)
+        for row in call.rows:
+            self.fetched.setdefault(row.handle, set()).add(row.slot)
+
+    def unregister(self, handle):
+        r = self.regions.get(handle)
+        if r is None:
+            return
+        c = self.busy(handle)
+        if c is not None:
+            raise DriverError(BUSY, "region %r is busy" % r.label)
+        del self.regions[handle]  # the mapping stays open
+        self.gone.append((r, self.fetched.pop(handle, set())))
+
+    def before_request(self, msg):
+        for r, slots in self.gone:
+            for slot in slots:
+                r.write_slot(slot, bytes([0xEE]) * r.slot_bytes)
+        self.gone = []
 
 
 class MissAsFault(MemoryDriver):
@@ -123,6 +169,8 @@ class RegressingResult(MemoryDriver):
 # name -> (class, rule, planted fault)
 BROKEN = {
     "LateWriteAfterEnded": (LateWriteAfterEnded, "D-ACCESS-END", "writes a FETCH slot again after reporting ENDED"),
+    "TouchesOnMiss": (TouchesOnMiss, "D-STATUS", "writes the slot of a FETCH row it reports MISS"),
+    "WritesAfterUnregister": (WritesAfterUnregister, "D-ACCESS-END", "writes a region after unregistering it (S-NO-LATE-ACCESS)"),
     "MissAsFault": (MissAsFault, "D-MISS-HONEST", "an absent key is answered FAULT"),
     "AcceptsRepeatedKey": (AcceptsRepeatedKey, "D-BATCH-KEYS", "accepts a batch naming one key twice"),
     "LostNotification": (LostNotification, "D-CB-2", "no callback after a call's last change"),
