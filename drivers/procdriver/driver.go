@@ -29,6 +29,11 @@ type Config struct {
 	// its own namespaces its keys with it (a private in-memory store may
 	// ignore it).
 	Prefix string
+	// Scratch, when set, is handed to the process in hello: a directory
+	// shared by every process of one run (storesim run starts one per
+	// endpoint, and its model is one store for all of them), where a
+	// driver whose store is private to its process keeps it instead.
+	Scratch string
 	// Caps, when not zero, is handed to the process in hello as the
 	// capabilities asked for; the process declares its own, which are what
 	// the driver then declares.
@@ -220,7 +225,7 @@ func New(cfg Config) (Process, error) {
 	go d.reader()
 	go d.dispatcher()
 
-	req := request{Op: "hello", Protocol: Protocol, Prefix: &cfg.Prefix}
+	req := request{Op: "hello", Protocol: Protocol, Prefix: &cfg.Prefix, Scratch: cfg.Scratch}
 	if cfg.Caps != (drivers.Capabilities{}) {
 		req.Caps = capsToWire(cfg.Caps)
 	}

@@ -20,6 +20,7 @@ type request struct {
 	Op        string       `json:"op"`
 	Protocol  int          `json:"protocol,omitempty"`
 	Prefix    *string      `json:"prefix,omitempty"`
+	Scratch   string       `json:"scratch,omitempty"`
 	Caps      *wireCaps    `json:"caps,omitempty"`
 	Region    *wireRegion  `json:"region,omitempty"`
 	Regions   []wireRegion `json:"regions,omitempty"`

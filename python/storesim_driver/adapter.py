@@ -179,10 +179,11 @@ class Driver:
     lock = None
     cond = None
 
-    def hello(self, prefix, caps):
+    def hello(self, prefix, caps, scratch=""):
         """Answer the declaration: a dict with max_rows, absent_is_miss,
         fetch, publish, cancel. caps is what the parent asks for (a dict, or
-        None)."""
+        None); scratch, when not empty, is a directory every process of the
+        run shares (keep a process-private store there)."""
         raise NotImplementedError
 
     def register(self, region):
@@ -292,7 +293,7 @@ class Adapter:
             if op == "hello":
                 if msg.get("protocol") != PROTOCOL:
                     raise DriverError("protocol", "this adapter speaks protocol %d" % PROTOCOL)
-                caps = d.hello(msg.get("prefix", ""), msg.get("caps"))
+                caps = d.hello(msg.get("prefix", ""), msg.get("caps"), msg.get("scratch", ""))
                 self.answer(rid, protocol=PROTOCOL, driver=d.name, caps=caps, together=bool(d.together),
                             ops=list(d.ops))
             elif op == "register":

@@ -6,6 +6,8 @@ python/reference_driver.py'.
 
 How it decides (choices, not rules, as in drivers/memdriver):
 
+  * The store is a dict, or — when hello names a scratch directory, which
+    every process of one run shares — a directory (DirStore).
   * Calls run on one worker thread, in start order, each after `latency`
     seconds (default 20 ms: a call is in flight long enough that the suite's
     race pairs, cancel or unregister or shutdown against a call in flight,
@@ -24,7 +26,10 @@ How it decides (choices, not rules, as in drivers/memdriver):
     its regions region:<label>:retained.
 """
 
+import hashlib
 import heapq
+import itertools
+import os
 import threading
 import time
 
@@ -32,6 +37,62 @@ from .adapter import (
     ACCESS_PENDING, BAD_GEOMETRY, BUSY, CLOSED, ENDED, FAULT, IN_DOUBT, INVALID, LOOKUP_FAILED, MISS,
     NOT_ATTEMPTED, OK, PENDING, REFUSED, UNPROVABLE, Driver, DriverError,
 )
+
+
+class DirStore:
+    """The store in a directory, shared by every process of a run (hello's
+    scratch): one file per key, named by its hash. A put writes a private
+    file and links it into place, which fails if the key is there: first
+    writer wins (D-SUB-4) and an object is visible whole or not at all
+    (D-SUB-5)."""
+
+    _n = itertools.count()
+
+    def __init__(self, root):
+        self.root = os.path.join(root, "store")
+        os.makedirs(self.root, exist_ok=True)
+
+    def _path(self, key):
+        return os.path.join(self.root, hashlib.sha256(key.encode()).hexdigest())
+
+    def get(self, key):
+        try:
+            with open(self._path(key), "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def __contains__(self, key):
+        return os.path.exists(self._path(key))
+
+    def setdefault(self, key, val):
+        path = self._path(key)
+        tmp = "%s.tmp-%d-%d" % (path, os.getpid(), next(self._n))
+        with open(tmp, "wb") as f:
+            f.write(val)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+
+    def pop(self, key, default=None):
+        try:
+            os.unlink(self._path(key))
+        except FileNotFoundError:
+            pass
+        return default
+
+    def clear(self):
+        for name in os.listdir(self.root):
+            self.pop_file(name)
+
+    def pop_file(self, name):
+        try:
+            os.unlink(os.path.join(self.root, name))
+        except FileNotFoundError:
+            pass
 
 
 class MemoryDriver(Driver):
@@ -57,7 +118,9 @@ class MemoryDriver(Driver):
 
     # --- declaration -------------------------------------------------------
 
-    def hello(self, prefix, caps):
+    def hello(self, prefix, caps, scratch=""):
+        if scratch:
+            self.store = DirStore(scratch)  # shared with the run's other processes
         if caps:
             if caps.get("max_rows", 0) >= 1:
                 self.max_rows = caps["max_rows"]
