@@ -86,7 +86,7 @@ func parseRealURL(url string) (string, error) {
 // errRealOnly is the usage error of a real-time flag given with a simulated
 // driver.
 func errRealOnly(flags string) error {
-	return usagef("%s apply to memcached://, redis:// and exec: drivers only", flags)
+	return usagef("%s apply to memcached:// and redis:// drivers only (and exec: driver processes)", flags)
 }
 
 // newExecDriver starts the driver process of the command line cmd (see
