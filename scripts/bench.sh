@@ -26,6 +26,11 @@ if [ -n "${STORESIM_MEMCACHED_ADDR:-}" ]; then
     go test -run '^$' -bench "$b" -benchtime 1000x -count 5 ./drivers/memcachedriver | tee -a "$out.memcached" | grep -E '^Benchmark'
   done
 fi
+# The process boundary (drivers/procdriver): the Python reference driver
+# vs the Go memory driver, both in real time (needs python3).
+if command -v python3 >/dev/null; then
+  run -bench 'RowsPerSecond' -benchtime 1000x -count 3 ./drivers/procdriver
+fi
 metric() { # metric BENCH-REGEX UNIT → the median of the values before UNIT on the matching lines
   grep -E "^$1-" "$out" | awk -v u="$2" '{for (i=2;i<=NF;i++) if ($i==u) print $(i-1)}' | sort -g |
     awk '{v[NR]=$1} END{if (NR) print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'
@@ -42,6 +47,14 @@ awk -v n="$seeds" -v e="$evs" -v b="$bare" 'BEGIN{printf "full pipeline: %.0f se
 grep -E '^BenchmarkCheck' "$out" | awk '{for (i=2;i<=NF;i++) if ($i=="ms/10k-ops") v=$(i-1); printf "porcupine %-32s %8.2f ms per 10k ops\n", $1, v}'
 awk -v b="$fb" -v m="$fm" 'BEGIN{printf "monitor overhead, fake driver (worst case): monitored/bare = %.2f\n", m/b}'
 awk -v b="$mb" -v m="$mm" 'BEGIN{printf "monitor overhead, memdriver: monitored/bare = %.2f\n", m/b}'
+if command -v python3 >/dev/null; then
+  for s in 64 4096; do
+    g=$(metric "BenchmarkRowsPerSecond/memdriver/slot=$s" rows/s); p=$(metric "BenchmarkRowsPerSecond/python/slot=$s" rows/s)
+    awk -v g="$g" -v p="$p" -v s="$s" 'BEGIN{printf "driver process (Python reference driver, JSON lines, shared mappings) vs Go memory driver, real time, %s B slots: %.0f vs %.0f rows/s, python/go = %.2f\n", s, p, g, p/g}'
+  done
+else
+  echo "driver process overhead: skipped (no python3)"
+fi
 if [ -n "${STORESIM_REDIS_ADDR:-}" ]; then
   # Median of the 5 paired ratios (bare and monitored pairs alternate in one loop).
   grep -E '^BenchmarkMonitorOverhead/monitored' "$out" |

@@ -30,6 +30,7 @@ var layer = map[string]int{
 	"drivers/memdriver":      1,
 	"drivers/redisdriver":    1,
 	"drivers/memcachedriver": 1,
+	"drivers/procdriver":     1,
 
 	"broken":                 2,
 	"broken/redisbroken":     2,
@@ -60,6 +61,8 @@ var layer = map[string]int{
 	"fuzz/fuzztool":         5,
 	"cmd/storesim/cli":      5,
 	"internal/layers":       5,
+
+	"drivers/procdriver/proctest": 5,
 }
 
 // bottom packages import nothing of the project, whatever their layer number

@@ -41,7 +41,7 @@ func (l *listFlag) Set(s string) error {
 func certifyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	a := appOf(ctx)
 	fs := flag.NewFlagSet("certify", flag.ContinueOnError)
-	driver := fs.String("driver", "", "driver to certify: a name from "+a.name+" drivers, or redis://HOST:PORT or memcached://HOST:PORT")
+	driver := fs.String("driver", "", "driver to certify: a name from "+a.name+" drivers, or redis://HOST:PORT or memcached://HOST:PORT, or exec:COMMAND [ARGS…] (a driver process speaking docs/PROTOCOL.md)")
 	asJSON := fs.Bool("json", false, "print the certificate as JSON")
 	var rules listFlag
 	fs.Var(&rules, "rule", "certify only this rule group (repeatable, or comma-separated); race-pair gaps are then not judged")
@@ -77,8 +77,11 @@ func certifyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	var h drivertest.Harness
 	cleanup := func() {}
+	var addIncidents func(*drivertest.Report) // exec: drivers: process incidents become gaps
 	if err == nil {
-		if isRealStore(*driver) {
+		if isExec(*driver) {
+			h, addIncidents, err = execHarness(*driver, *evicting, stderr)
+		} else if isRealStore(*driver) {
 			h, cleanup, err = realHarness(*driver, *evicting, *wait)
 		} else if err = a.checkDriver(*driver); err == nil {
 			if *driver == workload.Mixed {
@@ -113,13 +116,14 @@ func certifyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	opts := drivertest.Options{
 		Seeds: *seeds, Seed: *seed, Short: *short, Rules: rules, Wait: *wait, Version: a.version,
 		Repro: func(r drivertest.Rerun) string {
+			name := shellQuote(*driver) // exec:COMMAND ARGS is one word of the repro line
 			switch {
 			case r.Group == drivertest.SwarmGroup:
-				return a.command(drivertest.SwarmReplay(*driver, r))
+				return a.command(drivertest.SwarmReplay(name, r))
 			case r.Case == "":
-				return fmt.Sprintf("%s certify --driver %s --rule %s%s%s", a.name, *driver, r.Group, keep, scale)
+				return fmt.Sprintf("%s certify --driver %s --rule %s%s%s", a.name, name, r.Group, keep, scale)
 			}
-			return fmt.Sprintf("%s certify %s%s", a.name, drivertest.CertifyArgs(*driver, r), keep)
+			return fmt.Sprintf("%s certify %s%s", a.name, drivertest.CertifyArgs(name, r), keep)
 		},
 	}
 	if *caseName != "" {
@@ -135,6 +139,9 @@ func certifyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if what, ok := unreachable(rep); ok {
 		fmt.Fprintf(stderr, "storesim certify: %s\n", what)
 		return exitUsage
+	}
+	if addIncidents != nil {
+		addIncidents(&rep)
 	}
 	for _, r := range rules {
 		if _, ok := rep.Rule(r); !ok {

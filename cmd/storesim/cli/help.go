@@ -12,6 +12,7 @@ var synopses = map[string][]string{
 	"run": {
 		"storesim run [--driver NAME] [--seeds START:COUNT|random] [--profile P] [--ops N] [--out DIR] [flags]",
 		"storesim run --driver redis://HOST:PORT [--seeds …] [--stretch N] [--wait D]   (real time)",
+		"storesim run --driver 'exec:COMMAND [ARGS…]' [--seeds …] [--stretch N] [--wait D]   (a driver process, docs/PROTOCOL.md; real time)",
 	},
 	"replay": {
 		"storesim replay --seed N [--driver NAME] [--profile P] [--ops N] [flags]",
@@ -22,7 +23,7 @@ var synopses = map[string][]string{
 		"storesim shrink FILE|DIR [--driver NAME] [flags]   (an op log, or a failure folder from run --out)",
 	},
 	"drivers":  {"storesim drivers   (no flags, no arguments)"},
-	"certify":  {"storesim certify --driver NAME|redis://HOST:PORT [flags]"},
+	"certify":  {"storesim certify --driver NAME|redis://HOST:PORT|'exec:COMMAND [ARGS…]' [flags]"},
 	"scenario": {"storesim scenario [FILE|DIR…] [flags]   (default: scenarios/testdata, from the repository root)"},
 	"version":  {"storesim version   (also storesim --version; no flags, no arguments)"},
 }

@@ -2,22 +2,37 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/drivertest"
 	"github.com/storesim/storesim/drivers/memcachedriver"
+	"github.com/storesim/storesim/drivers/procdriver"
+	"github.com/storesim/storesim/drivers/procdriver/proctest"
 	"github.com/storesim/storesim/drivers/redisdriver"
 )
 
 // memcachedScheme names a real memcached server: memcached://HOST:PORT.
 const memcachedScheme = "memcached://"
 
-// isRealStore: the driver name is a real store's URL (redis:// or
-// memcached://), run in real time by run and certify and refused by the
-// simulator's commands.
+// execScheme names a driver process: exec:COMMAND [ARGS…], a driver in any
+// language speaking docs/PROTOCOL.md on its stdin/stdout (package
+// procdriver).
+const execScheme = "exec:"
+
+// isRealStore: the driver name is a real store's URL (redis://,
+// memcached://) or a driver process (exec:), run in real time by run and
+// certify and refused by the simulator's commands.
 func isRealStore(name string) bool {
-	return strings.HasPrefix(name, redisScheme) || strings.HasPrefix(name, memcachedScheme)
+	return strings.HasPrefix(name, redisScheme) || strings.HasPrefix(name, memcachedScheme) || isExec(name)
 }
+
+func isExec(name string) bool { return strings.HasPrefix(name, execScheme) }
 
 // realDriver is a real store's driver with the hooks the CLI uses: Delete
 // (certify's MakeAbsent) and Flush (forget a run's key prefix).
@@ -30,6 +45,9 @@ type realDriver interface {
 // newRealDriver connects the driver of url's scheme to addr, storing every
 // key under prefix, declaring caps (zero: the driver's defaults).
 func newRealDriver(url, addr, prefix string, caps drivers.Capabilities) (realDriver, error) {
+	if isExec(url) {
+		return newExecDriver(addr, prefix, "", caps, nil)
+	}
 	if strings.HasPrefix(url, memcachedScheme) {
 		d, err := memcachedriver.New(memcachedriver.Config{Addr: addr, Prefix: prefix, Caps: caps})
 		if err != nil {
@@ -44,8 +62,16 @@ func newRealDriver(url, addr, prefix string, caps drivers.Capabilities) (realDri
 	return d, nil
 }
 
-// parseRealURL reads redis://HOST:PORT or memcached://HOST:PORT.
+// parseRealURL reads redis://HOST:PORT or memcached://HOST:PORT (the
+// address), or exec:COMMAND (the command line).
 func parseRealURL(url string) (string, error) {
+	if isExec(url) {
+		cmd := strings.TrimSpace(strings.TrimPrefix(url, execScheme))
+		if _, err := procdriver.ParseCommand(cmd); err != nil {
+			return "", usagef("--driver %q: want exec:COMMAND [ARGS…] (%v)", url, err)
+		}
+		return cmd, nil
+	}
 	scheme := redisScheme
 	if strings.HasPrefix(url, memcachedScheme) {
 		scheme = memcachedScheme
@@ -60,5 +86,74 @@ func parseRealURL(url string) (string, error) {
 // errRealOnly is the usage error of a real-time flag given with a simulated
 // driver.
 func errRealOnly(flags string) error {
-	return usagef("%s apply to memcached:// and redis:// drivers only", flags)
+	return usagef("%s apply to memcached:// and redis:// drivers only (and exec: driver processes)", flags)
+}
+
+// newExecDriver starts the driver process of the command line cmd (see
+// parseRealURL), handing it prefix, scratch (the directory the run's
+// processes share) and caps; onIncident, when set, is told of the incident
+// that ends it.
+func newExecDriver(cmd, prefix, scratch string, caps drivers.Capabilities, onIncident func(procdriver.Incident)) (realDriver, error) {
+	argv, err := procdriver.ParseCommand(cmd)
+	if err != nil {
+		return nil, err
+	}
+	d, err := procdriver.New(procdriver.Config{Command: argv, Prefix: prefix, Scratch: scratch, Caps: caps, OnIncident: onIncident, Name: cmd})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// execHarness certifies a driver process: a fresh process per case run,
+// MakeAbsent through it, an incident printed as it happens and added to
+// the report (report) as a gap.
+func execHarness(url string, evicting bool, stderr io.Writer) (drivertest.Harness, func(*drivertest.Report), error) {
+	cmd, err := parseRealURL(url)
+	if err != nil {
+		return drivertest.Harness{}, nil, err
+	}
+	argv, _ := procdriver.ParseCommand(cmd)
+	rig := proctest.New(procdriver.Config{Command: argv, Name: cmd, Prefix: fmt.Sprintf("storesim-certify/%d/", time.Now().UnixNano())})
+	var mu sync.Mutex
+	rig.OnIncident = func(in procdriver.Incident) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(stderr, "storesim certify: %s\n", in)
+	}
+	h := rig.Harness(url)
+	h.Evicting = evicting
+	return h, rig.Report, nil
+}
+
+// execIncidents collects the incidents of one real-time run's driver
+// processes; its error (Cleanup's) names them, once each.
+type execIncidents struct {
+	mu  sync.Mutex
+	all []procdriver.Incident
+}
+
+func (e *execIncidents) add(in procdriver.Incident) {
+	e.mu.Lock()
+	e.all = append(e.all, in)
+	e.mu.Unlock()
+}
+
+func (e *execIncidents) err() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var errs []error
+	for _, in := range e.all {
+		errs = append(errs, in)
+	}
+	return errors.Join(errs...)
+}
+
+// shellQuote quotes a driver name for a repro line when it has a space
+// (exec:python3 driver.py).
+func shellQuote(s string) string {
+	if !strings.ContainsAny(s, " \t'\"") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -144,7 +145,8 @@ func (f *realFlags) config(g *genFlags, fs *flag.FlagSet) (engine.Config, error)
 		return engine.Config{}, usagef("--wait %v: want a positive duration", f.wait)
 	}
 	f.addr, f.url = addr, g.driver
-	return engine.Config{Driver: g.driver, Profile: p, Ops: g.ops, LinTimeout: g.linTimeout, Command: g.app.name}, nil
+	// An exec: driver's name has spaces: quoted, the repro lines replay it.
+	return engine.Config{Driver: shellQuote(g.driver), Profile: p, Ops: g.ops, LinTimeout: g.linTimeout, Command: g.app.name}, nil
 }
 
 // ping connects once, so an unreachable server is one error line (exit 2)
@@ -173,6 +175,29 @@ func (f *realFlags) effectiveStretch() float64 {
 func (f *realFlags) rd(seed uint64) engine.RealDriver {
 	addr, url := f.addr, f.url
 	prefix := fmt.Sprintf("storesim-run/%d/%d/", seed, time.Now().UnixNano())
+	if isExec(url) {
+		// A process per endpoint, its store its own: nothing to flush. An
+		// incident of a process (it died, hung, flooded or wrote garbage)
+		// is the seed's cleanup error, once each.
+		// The run's processes share one store: the scratch directory.
+		var in execIncidents
+		scratch, err := os.MkdirTemp("", "storesim-run-scratch-")
+		return engine.RealDriver{
+			Name: shellQuote(f.url), Stretch: f.stretch, Wait: f.wait,
+			New: func(_ string, env registry.Env) (drivers.Driver, error) {
+				if err != nil {
+					return nil, err
+				}
+				return newExecDriver(addr, prefix, scratch, env.Caps, in.add)
+			},
+			Cleanup: func(context.Context) error {
+				if scratch != "" {
+					os.RemoveAll(scratch)
+				}
+				return in.err()
+			},
+		}
+	}
 	return engine.RealDriver{
 		Name: f.url, Stretch: f.stretch, Wait: f.wait,
 		New: func(_ string, env registry.Env) (drivers.Driver, error) {
