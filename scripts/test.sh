@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v memcached >/dev/null 2>&1 || missing+=(memcached)
+command -v python3 >/dev/null 2>&1 || missing+=(python3) # the process-boundary driver tests (drivers/procdriver) run the Python drivers
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "test.sh: installing ${missing[*]} (apt-get install -y ${missing[*]})" >&2

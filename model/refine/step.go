@@ -283,25 +283,25 @@ func (m *Model) AfterStep(quiescent bool) {
 		}
 	}
 	m.compact()
-	if h := m.head(); h != nil && m.inFlight() < m.bcfg.MaxCallsInFlight && !m.shut.asked {
+	inFlight, nq := m.inFlight(), m.queued() // counted once per quiescent point
+	if h := m.head(); h != nil && inFlight < m.bcfg.MaxCallsInFlight && !m.shut.asked {
 		m.fail(rules.BProgress, h.a, 0, "idle", fmt.Sprintf("batch %q waits to be dispatched and %d of %d in-flight slots are free, but the backend is idle",
-			keysOf(h.rows), m.bcfg.MaxCallsInFlight-m.inFlight(), m.bcfg.MaxCallsInFlight))
+			keysOf(h.rows), m.bcfg.MaxCallsInFlight-inFlight, m.bcfg.MaxCallsInFlight))
 	}
-	if nq := m.queued(); nq > m.bcfg.MaxQueuedCalls {
+	if nq > m.bcfg.MaxQueuedCalls {
 		m.fail(rules.BBound, nil, 0, fmt.Sprintf("queued/%d", len(m.found)), fmt.Sprintf("%d batches wait to be dispatched (MaxQueuedCalls %d)", nq, m.bcfg.MaxQueuedCalls))
 	}
 	// The gauges and counters follow from everything else: judged only while
 	// nothing else was found, so a finding names its first cause.
 	if m.stats != nil && len(m.found) == 0 {
 		st := m.stats()
-		nq := m.queued()
 		if got, want := countersOf(st), countersOf(m.count); got != want {
 			m.fail(rules.BBound, nil, 0, fmt.Sprintf("counters/%d", len(m.found)), fmt.Sprintf("Stats counts %s; the attempts, calls and lookups say %s", counters(st), counters(m.count)))
 		}
-		if st.InFlight != m.inFlight() || st.Queued != nq || st.Unprovable != m.unprovableCalls() || st.RetainedBytes != m.retainedBytes() {
+		if st.InFlight != inFlight || st.Queued != nq || st.Unprovable != m.unprovableCalls() || st.RetainedBytes != m.retainedBytes() {
 			m.fail(rules.BBound, nil, 0, fmt.Sprintf("stats/%d", len(m.found)), fmt.Sprintf(
 				"Stats says %d in flight, %d queued, %d UNPROVABLE, %d bytes retained; the calls say %d, %d, %d, %d",
-				st.InFlight, st.Queued, st.Unprovable, st.RetainedBytes, m.inFlight(), nq, m.unprovableCalls(), m.retainedBytes()))
+				st.InFlight, st.Queued, st.Unprovable, st.RetainedBytes, inFlight, nq, m.unprovableCalls(), m.retainedBytes()))
 		}
 	}
 }
