@@ -109,9 +109,10 @@ type Config struct {
 	PCTSteps uint64
 	// RecordSchedule keeps the run's decisions in Result.Schedule.
 	RecordSchedule bool
-	// AllNotes keeps the notes of what became of every attempt and loan
-	// (the timeline's) for a passing run too; a failing run always has them.
-	// The swarm leaves it off: a passing seed then formats none.
+	// AllNotes keeps Result.Ops, Result.Calls and Result.Notes (the
+	// recorders' notes and those of what became of every attempt and loan:
+	// the timeline's) for a passing run too; a failing run always has them.
+	// The swarm leaves it off: a passing seed then copies and formats none.
 	AllNotes bool
 	// noModel leaves the reference model out: only BenchmarkModelCost
 	// sets it, to measure what the model costs.

@@ -107,17 +107,12 @@ func (r *Result) Rule() rules.ID {
 // and fills the result.
 func (r *run) judge(runErr error) {
 	res := r.res
-	var attempts []Attempt
+	attempts := make([]Attempt, 0, len(r.ops))
 	for i, st := range r.ops {
 		if st.skipped != "" {
 			res.Skipped++
 		}
 		a := st.attempt
-		rec := OpRecord{Index: i, Op: st.op, Skipped: st.skipped, Endpoint: st.op.Endpoint}
-		if a != nil {
-			rec.Attempt, rec.Outcome, rec.Access = a.ID(), a.Outcome().String(), a.Access().String()
-		}
-		res.Ops = append(res.Ops, rec)
 		if a == nil {
 			continue
 		}
@@ -147,6 +142,17 @@ func (r *run) judge(runErr error) {
 		At: r.rt.Now(), Seed: r.log.Seed, StoreModel: storeModel, LinTimeout: r.cfg.LinTimeout,
 	})
 	res.Failures, res.Lin, res.History, res.Verdict = cr.Violations, cr.Lin, cr.History, cr.Verdict()
+	if res.Verdict == Pass && !r.cfg.AllNotes {
+		return // the records below serve reports and timelines only
+	}
+	res.Ops = make([]OpRecord, 0, len(r.ops))
+	for i, st := range r.ops {
+		rec := OpRecord{Index: i, Op: st.op, Skipped: st.skipped, Endpoint: st.op.Endpoint}
+		if a := st.attempt; a != nil {
+			rec.Attempt, rec.Outcome, rec.Access = a.ID(), a.Outcome().String(), a.Access().String()
+		}
+		res.Ops = append(res.Ops, rec)
+	}
 	for _, ep := range r.eps {
 		for _, n := range ep.Recorder.Notes() {
 			res.Notes = append(res.Notes, EndpointNote{Endpoint: ep.Name, Note: n})
@@ -155,8 +161,6 @@ func (r *run) judge(runErr error) {
 			res.Calls = append(res.Calls, EndpointCall{Endpoint: ep.Name, CallInfo: c})
 		}
 	}
-	if res.Verdict != Pass || r.cfg.AllNotes {
-		res.Notes = append(res.Notes, r.attemptNotesOut()...)
-	}
+	res.Notes = append(res.Notes, r.attemptNotesOut()...)
 	sort.SliceStable(res.Notes, func(i, j int) bool { return res.Notes[i].Seq < res.Notes[j].Seq })
 }
