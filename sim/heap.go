@@ -10,8 +10,19 @@ type event struct {
 	id    uint64
 	label string
 	fn    func()
+	w     *waker        // a wake's delivery (fn is nil): clears w.queued, runs w.fn
 	due   time.Duration // PCT: the latest time it may run (at, or a wake's at+MaxWakeDelay)
 	src   int32         // PCT: its priority source
+}
+
+// call runs the event's work.
+func (e *event) call() {
+	if w := e.w; w != nil {
+		w.queued = false
+		w.fn()
+		return
+	}
+	e.fn()
 }
 
 func (a *event) before(b *event) bool {

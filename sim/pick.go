@@ -79,7 +79,7 @@ func (s *Scheduler) Deliver(id uint64) bool {
 	s.steps++
 	s.last = e.label
 	s.fold(uint64(at), e.id, HashString(e.label))
-	e.fn()
+	e.call()
 	return true
 }
 

@@ -108,8 +108,7 @@ type posted struct {
 type waker struct {
 	label  string
 	fn     func()
-	queued bool // an event for it is in the queue and has not run
-	run    func()
+	queued bool  // an event for it is in the queue and has not run
 	src    int32 // PCT: its priority source, -1 until its first trigger
 }
 
@@ -163,7 +162,7 @@ func (s *Scheduler) After(d time.Duration, label string, fn func()) Timer {
 	if d < 0 {
 		d = 0
 	}
-	id := s.push(s.now+d, label, fn)
+	id := s.push(s.now+d, label, fn, nil)
 	s.queued[id] = true
 	return NewTimer(s, id)
 }
@@ -212,10 +211,6 @@ func (s *Scheduler) dropLocked(label, where string, bound int) {
 // scheduler decides delay, order and coalescing from the seed.
 func (s *Scheduler) Wake(label string, fn func()) func() {
 	w := &waker{label: label, fn: fn, src: -1}
-	w.run = func() {
-		w.queued = false
-		w.fn()
-	}
 	return func() {
 		s.mu.Lock()
 		s.postLocked(posted{label: label, wake: w})
@@ -229,7 +224,8 @@ func (s *Scheduler) AddPending(name string, list func() []string) {
 	s.pending = append(s.pending, pendingSource{name, list})
 }
 
-func (s *Scheduler) push(at time.Duration, label string, fn func()) uint64 {
+// push queues fn, or w's delivery when w is set.
+func (s *Scheduler) push(at time.Duration, label string, fn func(), w *waker) uint64 {
 	s.seq++
 	if s.queue.len() >= s.maxQueue {
 		// The id is spent (a Timer may name it), the event never runs.
@@ -240,13 +236,13 @@ func (s *Scheduler) push(at time.Duration, label string, fn func()) uint64 {
 	}
 	if s.script != nil || s.pct != nil {
 		// No seeded tie-break: the heap orders by (time, creation).
-		e := event{at: at, due: at, id: s.seq, label: label, fn: fn}
+		e := event{at: at, due: at, id: s.seq, label: label, fn: fn, w: w}
 		if s.pct != nil {
 			e.src = s.pct.eventSource()
 		}
 		s.queue.push(e)
 	} else {
-		s.queue.push(event{at: at, tie: s.rng.Uint64(), id: s.seq, label: label, fn: fn})
+		s.queue.push(event{at: at, tie: s.rng.Uint64(), id: s.seq, label: label, fn: fn, w: w})
 	}
 	if s.rec != nil {
 		s.rec.pushed(s.seq, s.steps, at)
@@ -266,7 +262,7 @@ func (s *Scheduler) drainInbox() {
 			if s.pct != nil {
 				s.pct.cur.Store(p.src) // a post belongs to the chain that posted it
 			}
-			s.push(s.now, p.label, p.fn)
+			s.push(s.now, p.label, p.fn, nil)
 			if s.pct != nil {
 				s.pct.cur.Store(-1)
 			}
@@ -292,7 +288,7 @@ func (s *Scheduler) drainInbox() {
 			if s.opts.MaxWakeDelay > 0 {
 				d = time.Duration(s.rng.Intn(int(s.opts.MaxWakeDelay) + 1))
 			}
-			s.push(s.now+d, w.label, w.run)
+			s.push(s.now+d, w.label, nil, w)
 			if s.rec != nil {
 				s.rec.wake(s.seq, s.wakes, s.now)
 			}
@@ -312,7 +308,7 @@ func (s *Scheduler) coalesce() bool {
 // may deliver it as late as MaxWakeDelay after the trigger.
 func (s *Scheduler) pushWake(at time.Duration, w *waker) {
 	s.seq++
-	e := event{at: at, due: at, id: s.seq, label: w.label, fn: w.run}
+	e := event{at: at, due: at, id: s.seq, label: w.label, w: w}
 	if s.pct != nil {
 		if w.src < 0 {
 			w.src = s.pct.newSource()
@@ -358,7 +354,7 @@ func (s *Scheduler) Step() bool {
 		if s.rec != nil {
 			s.rec.ran(e.id, s.steps, e.at)
 		}
-		e.fn()
+		e.call()
 		return true
 	}
 	return false
@@ -380,7 +376,7 @@ func (s *Scheduler) run(e event, at time.Duration) {
 		s.pct.cur.Store(e.src)
 		defer s.pct.cur.Store(-1)
 	}
-	e.fn()
+	e.call()
 }
 
 // purgeTop pops stopped timers off the top of the queue and reports

@@ -31,7 +31,20 @@ type call struct {
 	delivered uint64 // version seen by the last callback that returned
 	running   bool   // a callback is running
 	listed    bool   // queued in d.toWake
+
+	// Inline storage for a small call's slices: one allocation per call
+	// instead of six (most calls carry a few rows).
+	inl struct {
+		rows    [inlineRows]drivers.Row
+		regions [inlineRows]drivers.Region
+		results [inlineRows]drivers.Status
+		rs      [inlineRows]rowState
+		handles [2]drivers.Handle
+	}
 }
+
+// inlineRows is how many rows a call keeps inline (see call.inl).
+const inlineRows = 4
 
 // plan is the call's fault plan, drawn at Submit.
 type plan struct {
@@ -64,13 +77,15 @@ type rowState struct {
 
 func (d *Driver) newCall(b drivers.RowBatch, onChange func()) *call {
 	d.lastCall++
-	c := &call{
-		id: d.lastCall, dir: b.Dir, onChange: onChange,
-		rows:    append([]drivers.Row(nil), b.Rows...),
-		regions: make([]drivers.Region, len(b.Rows)),
-		results: make([]drivers.Status, len(b.Rows)),
-		rs:      make([]rowState, len(b.Rows)),
+	c := &call{id: d.lastCall, dir: b.Dir, onChange: onChange}
+	if n := len(b.Rows); n <= inlineRows {
+		c.rows = append(c.inl.rows[:0:n], b.Rows...)
+		c.regions, c.results, c.rs = c.inl.regions[:n:n], c.inl.results[:n:n], c.inl.rs[:n:n]
+	} else {
+		c.rows = append([]drivers.Row(nil), b.Rows...)
+		c.regions, c.results, c.rs = make([]drivers.Region, n), make([]drivers.Status, n), make([]rowState, n)
 	}
+	c.handles = c.inl.handles[:0:len(c.inl.handles)]
 	for i, r := range c.rows {
 		bd := d.bindings[r.Handle]
 		c.regions[i] = bd.region
@@ -457,8 +472,10 @@ func (d *Driver) changed(c *call) {
 // unlockAndWake releases d.mu, then triggers the wakers of every changed
 // call. A trigger only queues the callback on the runtime.
 func (d *Driver) unlockAndWake() {
-	ws := d.toWake
-	d.toWake = nil
+	var buf [8]*call // the usual few calls stay off the heap
+	ws := append(buf[:0], d.toWake...)
+	clear(d.toWake)
+	d.toWake = d.toWake[:0]
 	for _, c := range ws {
 		c.listed = false
 	}

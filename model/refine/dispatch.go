@@ -52,6 +52,51 @@ func rest(b *batch) []drivers.Row {
 	return out
 }
 
+// restLen is len(rest(b)) without building it.
+func restLen(b *batch) int {
+	if b.present == nil {
+		return len(b.rows)
+	}
+	n := 0
+	for i := range b.rows {
+		if b.present[i] == (b.a.dir == drivers.Fetch) {
+			n++
+		}
+	}
+	return n
+}
+
+// isRest: rows equal rest(b), without building it.
+func isRest(rows []drivers.Row, b *batch) bool {
+	if b.present == nil {
+		return slices.Equal(rows, b.rows)
+	}
+	j := 0
+	for i, r := range b.rows {
+		if b.present[i] != (b.a.dir == drivers.Fetch) {
+			continue
+		}
+		if j >= len(rows) || rows[j] != r {
+			return false
+		}
+		j++
+	}
+	return j == len(rows)
+}
+
+// keysAre: keys equal keysOf(rows), without building it.
+func keysAre(keys []string, rows []drivers.Row) bool {
+	if len(keys) != len(rows) {
+		return false
+	}
+	for i, r := range rows {
+		if keys[i] != r.Key {
+			return false
+		}
+	}
+	return true
+}
+
 func keysOf(rows []drivers.Row) []string {
 	out := make([]string, len(rows))
 	for i, r := range rows {
@@ -77,7 +122,7 @@ func (m *Model) lookedUp(keys []string, present []bool, err error) {
 		return
 	case !m.needsLookup(b.a.dir):
 		m.fail(rules.BCut, b.a, 0, "lookup-unneeded", fmt.Sprintf("a lookup of %q, but the next batch %q is a %v on a driver with AbsentIsMiss and needs none", keys, keysOf(b.rows), b.a.dir))
-	case !slices.Equal(keys, keysOf(b.rows)):
+	case !keysAre(keys, b.rows):
 		m.fail(rules.BCut, b.a, 0, "lookup-keys", fmt.Sprintf("a lookup of %q, but the next batch to dispatch is %q (B-CUT: in admission order, cut at MaxRowsPerOp %d or a repeated key)", keys, keysOf(b.rows), m.caps.MaxRowsPerOp))
 	}
 	m.touch(b.a)
@@ -111,9 +156,9 @@ func (m *Model) settleLookup() {
 	}
 	m.pending = nil
 	b := p.b
-	if want := rest(b); len(want) > 0 && !m.committed(b.a) {
+	if restLen(b) > 0 && !m.committed(b.a) {
 		m.fail(rules.BProgress, b.a, 0, "lookup-no-submit", fmt.Sprintf("the lookup of %q left %q to send, but no call followed",
-			keysOf(b.rows), keysOf(want)))
+			keysOf(b.rows), keysOf(rest(b))))
 	}
 	m.completeLookupOnly(b)
 }
@@ -124,7 +169,7 @@ func (m *Model) completeLookupOnly(b *batch) {
 
 func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.Call, err error) *call {
 	var b *batch
-	if p := m.pending; p != nil && (dir != p.b.a.dir || len(rest(p.b)) == 0) {
+	if p := m.pending; p != nil && (dir != p.b.a.dir || restLen(p.b) == 0) {
 		m.settleLookup() // that lookup needed no call; this one is the next batch's
 	}
 	if p := m.pending; p != nil {
@@ -146,9 +191,9 @@ func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.
 	}
 	a := b.a
 	m.touch(a)
-	if want := rest(b); dir != a.dir || !slices.Equal(rows, want) {
+	if dir != a.dir || !isRest(rows, b) {
 		m.fail(rules.BCut, a, 0, "submit-rows", fmt.Sprintf("a %v call of %q, but the batch's rows that need the store are %v %q",
-			dir, keysOf(rows), a.dir, keysOf(want)))
+			dir, keysOf(rows), a.dir, keysOf(rest(b))))
 	}
 	if in := m.inFlight(); in+1 > m.bcfg.MaxCallsInFlight && m.ready {
 		m.fail(rules.BBound, a, 0, "inflight", fmt.Sprintf("a call was submitted with %d calls already in flight (MaxCallsInFlight %d)", in, m.bcfg.MaxCallsInFlight))

@@ -321,9 +321,12 @@ func (m *Model) Admitting(dir drivers.Direction, v drivers.View) {
 		a.expectFail = true
 		return
 	}
-	for _, rows := range cut(active, m.caps.MaxRowsPerOp) {
-		b := &batch{a: a, rows: rows}
-		a.batches = append(a.batches, b)
+	cuts := cut(active, m.caps.MaxRowsPerOp)
+	bs := make([]batch, len(cuts)) // one allocation for the attempt's batches
+	a.batches = make([]*batch, len(cuts))
+	for i, rows := range cuts {
+		bs[i] = batch{a: a, rows: rows}
+		a.batches[i] = &bs[i]
 	}
 	if a.noRoom = m.room(len(a.batches)); a.noRoom == "" {
 		m.queue = append(m.queue, a.batches...)
@@ -427,7 +430,13 @@ func (m *Model) closed() string {
 }
 
 func (m *Model) active(v drivers.View) []drivers.Row {
-	var out []drivers.Row
+	n := 0
+	for i := range v.Rows {
+		if v.Mask[i] {
+			n++
+		}
+	}
+	out := make([]drivers.Row, 0, n)
 	for i, r := range v.Rows {
 		if v.Mask[i] {
 			out = append(out, r)
@@ -526,18 +535,20 @@ func (m *Model) retainedBytes() int64 {
 // cut is B-CUT, written from the contract: masked-in rows in view order; a
 // new call starts when the current one holds max rows or already names the
 // next row's key.
+// cut's batches are full slices of rows (capacity ends at each batch, so
+// an append to one never writes into the next).
 func cut(rows []drivers.Row, max int) [][]drivers.Row {
 	var out [][]drivers.Row
-	var cur []drivers.Row
-	for _, r := range rows {
+	start := 0
+	for i, r := range rows {
+		cur := rows[start:i]
 		if len(cur) == max || slices.ContainsFunc(cur, func(c drivers.Row) bool { return c.Key == r.Key }) {
-			out = append(out, cur)
-			cur = nil
+			out = append(out, rows[start:i:i])
+			start = i
 		}
-		cur = append(cur, r)
 	}
-	if len(cur) > 0 {
-		out = append(out, cur)
+	if start < len(rows) {
+		out = append(out, rows[start:len(rows):len(rows)])
 	}
 	return out
 }
