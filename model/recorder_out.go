@@ -137,9 +137,16 @@ func (r *Recorder) Calls() []CallInfo {
 
 func (r *Recorder) callsLocked() []CallInfo {
 	out := make([]CallInfo, len(r.order))
+	n := 0
+	for _, c := range r.order {
+		n += len(c.Rows)
+	}
+	rows := make([]RowInfo, 0, n) // one allocation for every call's rows
 	for i, c := range r.order {
 		out[i] = c.CallInfo
-		out[i].Rows = append([]RowInfo(nil), c.Rows...)
+		start := len(rows)
+		rows = append(rows, c.Rows...)
+		out[i].Rows = rows[start:len(rows):len(rows)]
 		out[i].Labelled = r.labels[c.ID]
 	}
 	return out

@@ -217,6 +217,7 @@ type run struct {
 	eps   []*Endpoint
 	byEp  map[string]*Endpoint
 	ops   []*opState
+	fill  []byte            // publish content, reused (Lender.Fill copies it)
 	found []rules.Violation // what the harness itself found (a lender refusing a loan back)
 	// attempts and attemptNotes follow every attempt for the timeline
 	// (attempt.go): outcome, access and the lender's release, as notes.
@@ -336,6 +337,7 @@ func (r *run) endpointOptions(spec workload.Endpoint) EndpointOptions {
 }
 
 func (r *run) schedule() {
+	r.ops = make([]*opState, 0, len(r.log.Ops))
 	for i, op := range r.log.Ops {
 		st := &opState{op: op, ep: r.byEp[op.Endpoint]}
 		r.ops = append(r.ops, st)
@@ -381,7 +383,8 @@ func (r *run) submit(i int, st *opState) {
 	}
 	if st.op.Kind == workload.Publish {
 		for row := range st.op.Keys {
-			ep.Lender.Fill(loan, row, content(r.log.Seed, i, row, ep.Regions[0].SlotBytes))
+			r.fill = contentInto(r.fill, r.log.Seed, i, row, ep.Regions[0].SlotBytes)
+			ep.Lender.Fill(loan, row, r.fill) // Fill copies: r.fill is reused
 		}
 	}
 	v, err := loan.View(ep.Backend, st.op.Keys, st.op.Mask)
@@ -419,8 +422,17 @@ func (r *run) harness(ep *Endpoint, err error) {
 // content is the distinguishable object a publish writes: a function of the
 // seed, the op and the row, so every publish carries its own digest.
 func content(seed uint64, op, row, n int) []byte {
+	return contentInto(nil, seed, op, row, n)
+}
+
+// contentInto is content written into buf's storage when it is large enough.
+func contentInto(buf []byte, seed uint64, op, row, n int) []byte {
 	g := sim.NewRand(sim.Mix(seed, uint64(op)<<20|uint64(row)))
-	b := make([]byte, n)
+	b := buf[:0]
+	if cap(b) < n {
+		b = make([]byte, n)
+	}
+	b = b[:n]
 	for i := 0; i < n; i += 8 {
 		v := g.Uint64()
 		for j := 0; j < 8 && i+j < n; j++ {
