@@ -78,6 +78,9 @@ type Scheduler struct {
 
 	mu    sync.Mutex
 	inbox []posted
+	// spareInbox is the drained inbox's storage, reused by the next drain
+	// (only drainInbox, on the stepping goroutine, touches it).
+	spareInbox []posted
 
 	pending []pendingSource
 
@@ -255,8 +258,12 @@ func (s *Scheduler) push(at time.Duration, label string, fn func(), w *waker) ui
 func (s *Scheduler) drainInbox() {
 	s.mu.Lock()
 	in := s.inbox
-	s.inbox = nil
+	s.inbox = s.spareInbox[:0] // two buffers, swapped: no allocation per step
 	s.mu.Unlock()
+	defer func() {
+		clear(in)
+		s.spareInbox = in[:0]
+	}()
 	for _, p := range in {
 		if p.wake == nil {
 			if s.pct != nil {
