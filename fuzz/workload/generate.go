@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/storesim/storesim/sim"
@@ -102,7 +103,8 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 		}
 		l.Endpoints = append(l.Endpoints, e)
 	}
-	g := gen{r: r, cfg: cfg, keys: 4 + r.Intn(cfg.Ops/2+1), recent: map[string][]time.Duration{}}
+	nkeys := 4 + r.Intn(cfg.Ops/2+1)
+	g := gen{r: r, cfg: cfg, keys: nkeys, recent: make([][]time.Duration, nkeys), names: make([]string, nkeys)}
 	down := map[string]bool{}
 	midShutdown := -1
 	if nEnd > 1 && r.Chance(0.15) {
@@ -212,21 +214,32 @@ type gen struct {
 	r      *sim.Rand
 	cfg    GenConfig
 	keys   int
-	recent map[string][]time.Duration // op times per key, for MaxPerKey
+	recent [][]time.Duration // op times per key number, for MaxPerKey
+	names  []string          // "k<n>" per key number, made once
+}
+
+func (g *gen) name(i int) string {
+	if g.names[i] == "" {
+		g.names[i] = "k" + strconv.Itoa(i)
+	}
+	return g.names[i]
 }
 
 func (g *gen) view(at time.Duration) ([]string, []bool) {
 	n := 1 + g.r.Intn(8)
 	keys := make([]string, 0, n)
 	mask := make([]bool, 0, n)
+	var idxBuf [8]int
+	idx := idxBuf[:0]
 	for len(keys) < n {
-		var k string
+		var k int
 		if len(keys) > 0 && g.r.Chance(0.2) {
-			k = keys[g.r.Intn(len(keys))] // a key repeated inside one view
-		} else if k = g.freshKey(at); k == "" {
+			k = idx[g.r.Intn(len(keys))] // a key repeated inside one view
+		} else if k = g.freshKey(at); k < 0 {
 			break
 		}
-		keys = append(keys, k)
+		idx = append(idx, k)
+		keys = append(keys, g.name(k))
 		mask = append(mask, g.r.Chance(0.85))
 		g.recent[k] = append(g.recent[k], at)
 	}
@@ -236,18 +249,23 @@ func (g *gen) view(at time.Duration) ([]string, []bool) {
 	return keys, mask
 }
 
-// freshKey picks a key with fewer than MaxPerKey ops in the window.
-func (g *gen) freshKey(at time.Duration) string {
+// freshKey picks a key number with fewer than MaxPerKey ops in the
+// window, or -1.
+func (g *gen) freshKey(at time.Duration) int {
 	for range 8 {
-		k := fmt.Sprintf("k%d", g.r.Intn(g.keys))
+		k := g.r.Intn(g.keys)
 		times := g.recent[k]
-		for len(times) > 0 && times[0] < at-g.cfg.Window {
-			times = times[1:]
+		drop := 0
+		for drop < len(times) && times[drop] < at-g.cfg.Window {
+			drop++
+		}
+		if drop > 0 { // in place: the storage is kept for the next appends
+			times = times[:copy(times, times[drop:])]
 		}
 		g.recent[k] = times
 		if len(times) < g.cfg.MaxPerKey {
 			return k
 		}
 	}
-	return ""
+	return -1
 }
