@@ -213,16 +213,19 @@ func (p *prober) quiet() func() {
 		return func() {}
 	}
 	m := p.ctl.Faults()
-	var undo []func()
+	type was struct {
+		name string
+		rate float64
+	}
+	var undo []was
 	for _, f := range callFaults {
 		if rate := f.rate(m); rate > 0 && p.ctl.SetFault(f.name, 0) == nil {
-			name := f.name
-			undo = append(undo, func() { _ = p.ctl.SetFault(name, rate) })
+			undo = append(undo, was{f.name, rate})
 		}
 	}
 	return func() {
 		for _, u := range undo {
-			u()
+			_ = p.ctl.SetFault(u.name, u.rate)
 		}
 	}
 }

@@ -81,7 +81,8 @@ func (l *Lender) checkMarks(ln *Loan, o backend.Outcome) {
 			ln.data[i] = l.Peek(ln, i)
 		}
 	}
-	ln.marked = &o
+	kept := o // only a marked outcome goes to the heap, not every o checked
+	ln.marked = &kept
 }
 
 // ShutdownReturned hands the lender the labels the backend's shutdown
