@@ -175,6 +175,12 @@ type touchKey struct {
 type callRec struct {
 	CallInfo
 	regs []rowRegion
+	// inline storage for a small call's Rows and regs: one allocation per
+	// call instead of three.
+	inl struct {
+		rows [4]RowInfo
+		regs [4]rowRegion
+	}
 }
 
 type rowRegion struct {
@@ -329,9 +335,11 @@ func (r *Recorder) Submitted(at time.Duration, id drivers.CallID, b drivers.RowB
 		r.note(at, TagSubmit, id, "", "Submitted again for a known call id; ignored")
 		return
 	}
-	c := &callRec{
-		CallInfo: CallInfo{ID: id, Dir: b.Dir, CallSeq: start.seq, CalledAt: start.at, Rows: make([]RowInfo, len(b.Rows))},
-		regs:     make([]rowRegion, len(b.Rows)),
+	c := &callRec{CallInfo: CallInfo{ID: id, Dir: b.Dir, CallSeq: start.seq, CalledAt: start.at}}
+	if n := len(b.Rows); n <= len(c.inl.rows) {
+		c.Rows, c.regs = c.inl.rows[:n:n], c.inl.regs[:n:n]
+	} else {
+		c.Rows, c.regs = make([]RowInfo, n), make([]rowRegion, n)
 	}
 	for i, row := range b.Rows {
 		ri := RowInfo{Key: row.Key, Slot: row.Slot}

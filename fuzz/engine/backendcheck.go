@@ -118,7 +118,7 @@ func (c *backendCheck) Judge(ep *Endpoint, in *CheckInput) []rules.Violation {
 			rule = rules.BPublish
 		}
 		out = append(out, rules.Violation{Rule: rule, Class: rules.Safety, Call: uint64(id), Row: -1, At: in.At,
-			Detail: fmt.Sprintf("%s: attempt %d is %v although its call %d answered a row FAULT (a fault fails the whole attempt)", at.Label, a.ID(), a.Outcome(), id)})
+			Detail: fmt.Sprintf("%s: attempt %d is %v although its call %d answered a row FAULT (a fault fails the whole attempt)", at.name(), a.ID(), a.Outcome(), id)})
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/storesim/storesim/backend"
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/rules"
+	"github.com/storesim/storesim/fuzz/workload"
 	"github.com/storesim/storesim/model"
 	"github.com/storesim/storesim/sim"
 )
@@ -17,9 +18,22 @@ import (
 // Attempt is one admitted attempt, as the checks see it.
 type Attempt struct {
 	Endpoint *Endpoint
-	// Label names it in reports: "op 12 (publish)", a scenario's "p1".
+	// Label names it in reports: a scenario's "p1"; empty for a generated
+	// op, which is named "op 12 (publish)" from opIndex and opKind only when
+	// a report needs it (name).
 	Label   string
 	Attempt *backend.Attempt
+
+	opIndex int
+	opKind  workload.Kind
+}
+
+// name is the attempt's name in a report.
+func (at Attempt) name() string {
+	if at.Label != "" {
+		return at.Label
+	}
+	return fmt.Sprintf("op %d (%s)", at.opIndex, at.opKind)
 }
 
 // LinPolicy says when Check runs the linearizability check (S-LIN).
@@ -146,7 +160,7 @@ func Check(in CheckInput) CheckResult {
 		for _, at := range in.Attempts {
 			if a := at.Attempt; !a.Committed() || a.Access() == drivers.AccessPending {
 				add(at.Endpoint.Name, rules.Violation{Rule: rules.LiveHang, Class: rules.Liveness, Row: -1, At: in.At,
-					Detail: fmt.Sprintf("%s: attempt %d ended the run with outcome %v, access %v", at.Label, a.ID(), a.Outcome(), a.Access())})
+					Detail: fmt.Sprintf("%s: attempt %d ended the run with outcome %v, access %v", at.name(), a.ID(), a.Outcome(), a.Access())})
 			}
 		}
 	}

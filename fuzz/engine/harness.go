@@ -338,8 +338,10 @@ func (r *run) endpointOptions(spec workload.Endpoint) EndpointOptions {
 
 func (r *run) schedule() {
 	r.ops = make([]*opState, 0, len(r.log.Ops))
+	sts := make([]opState, len(r.log.Ops)) // one allocation for every op's state
 	for i, op := range r.log.Ops {
-		st := &opState{op: op, ep: r.byEp[op.Endpoint]}
+		st := &sts[i]
+		*st = opState{op: op, ep: r.byEp[op.Endpoint]}
 		r.ops = append(r.ops, st)
 		r.s.After(op.At, "op", func() { r.do(i, st) })
 	}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"errors"
-	"fmt"
 	"sort"
 	"time"
 
@@ -116,7 +115,7 @@ func (r *run) judge(runErr error) {
 		if a == nil {
 			continue
 		}
-		attempts = append(attempts, Attempt{Endpoint: st.ep, Label: fmt.Sprintf("op %d (%s)", i, st.op.Kind), Attempt: a})
+		attempts = append(attempts, Attempt{Endpoint: st.ep, Attempt: a, opIndex: i, opKind: st.op.Kind})
 		res.Attempts++
 		switch a.State() {
 		case backend.Delivered:
