@@ -19,7 +19,7 @@ func BenchmarkDecodeRun(b *testing.B) {
 			b.Fatal("corpus input decodes to nothing runnable")
 		}
 		ops += len(l.Ops)
-		res := engine.Run(l, engine.Config{})
+		res := engine.Run(l, engine.Config{Lean: true}) // as FuzzOpLog runs it
 		if res.Verdict != engine.Pass {
 			b.Fatal(opLogFailure(res))
 		}

@@ -105,7 +105,12 @@ type RecorderOptions struct {
 	// one store) so their histories merge: Call and Return positions then
 	// come from one counter. Nil gives the recorder its own.
 	Sequence *atomic.Int64
-	_        struct{}
+	// NoNotes keeps no notes: each still takes its sequence number, so the
+	// history is the same as with notes, but only reports read notes and a
+	// run whose report nobody prints need not keep them (the engine's Lean
+	// runs).
+	NoNotes bool
+	_       struct{}
 }
 
 // Recorder is the history recorder at the driver boundary: it implements
@@ -278,6 +283,9 @@ func (r *Recorder) note(at time.Duration, tag string, call drivers.CallID, key, 
 
 // addNote keeps n unless MaxNotes notes are kept already.
 func (r *Recorder) addNote(n Note) {
+	if r.opts.NoNotes {
+		return
+	}
 	if len(r.notes) >= MaxNotes {
 		r.notesDropped++
 		return

@@ -226,6 +226,7 @@ type Hunt struct {
 // or a harness error is not a find; the hunt goes on.
 func HuntSwarm(start, limit uint64, cfg engine.Config) Hunt {
 	h := Hunt{Start: start}
+	cfg.Lean = true // the find is played again in full for its report
 	for seed := start; seed < start+limit; seed++ {
 		h.Tried++
 		if res := engine.RunSeed(seed, cfg); res.Verdict == engine.Safety || res.Verdict == engine.Liveness {

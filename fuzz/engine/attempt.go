@@ -95,6 +95,9 @@ func (r *run) attemptChanged(endpoint string, a *backend.Attempt) {
 // recorders share, without taking a number of its own (so nothing the
 // oracles order by moves).
 func (r *run) event(e attemptEvent) {
+	if r.cfg.Lean && !r.cfg.AllNotes {
+		return // only reports read them (Config.Lean)
+	}
 	if len(r.attemptEvents) >= model.MaxNotes {
 		r.attemptNotesDropped++ // like a recorder's notes, they stop at model.MaxNotes (bounds.go)
 		return

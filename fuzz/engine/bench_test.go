@@ -15,7 +15,7 @@ func BenchmarkRunSeed(b *testing.B) {
 	var steps uint64
 	seed := uint64(0)
 	for b.Loop() {
-		res := RunSeed(seed, Config{})
+		res := RunSeed(seed, Config{Lean: true}) // as the swarm runs it: every check on
 		if res.Verdict != Pass {
 			b.Fatalf("%s (repro: %s)", res.Summary(), res.Repro())
 		}
@@ -38,7 +38,7 @@ func BenchmarkModelCost(b *testing.B) {
 	for b.Loop() {
 		for _, off := range []bool{seed%2 == 0, seed%2 != 0} {
 			t0 := time.Now()
-			res := RunSeed(seed, Config{noModel: off})
+			res := RunSeed(seed, Config{noModel: off, Lean: true})
 			if res.Verdict != Pass {
 				b.Fatalf("%s (repro: %s)", res.Summary(), res.Repro())
 			}

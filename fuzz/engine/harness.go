@@ -114,6 +114,13 @@ type Config struct {
 	// the timeline's) for a passing run too; a failing run always has them.
 	// The swarm leaves it off: a passing seed then copies and formats none.
 	AllNotes bool
+	// Lean plays a run without what only its report reads (the recorders'
+	// notes, the attempt events); every check still runs. A lean run that
+	// does not pass is played again in full, and that result — with its
+	// notes — is returned; the two must agree on trace hash and verdict,
+	// else the result is a HarnessError saying so. The swarm and the fuzz
+	// targets run lean; AllNotes overrides it.
+	Lean bool
 	// noModel leaves the reference model out: only BenchmarkModelCost
 	// sets it, to measure what the model costs.
 	noModel bool
@@ -177,6 +184,29 @@ func RunSeed(seed uint64, cfg Config) *Result { return Run(Plan(seed, cfg), cfg)
 // Run plays a log to quiescence and checks it.
 func Run(log *workload.Log, cfg Config) *Result {
 	cfg = cfg.withDefaults()
+	if cfg.Lean && !cfg.AllNotes {
+		lean := play(log, cfg)
+		if lean.Verdict == Pass || lean.Verdict == HarnessError && lean.Steps == 0 {
+			return lean
+		}
+		full := cfg
+		full.Lean = false
+		res := play(log, full)
+		if res.TraceHash != lean.TraceHash || res.Verdict != lean.Verdict {
+			res.Verdict = HarnessError
+			res.Err = fmt.Errorf("%w: the lean run gave %s trace=%016x, the full run %s trace=%016x (a check depends on notes; please report it)",
+				ErrLeanMismatch, lean.Verdict, lean.TraceHash, res.Verdict, res.TraceHash)
+		}
+		return res
+	}
+	return play(log, cfg)
+}
+
+// ErrLeanMismatch: a Lean run and its full replay disagreed (Config.Lean).
+var ErrLeanMismatch = errors.New("engine: lean and full runs disagree")
+
+// play is Run without the lean-then-full logic.
+func play(log *workload.Log, cfg Config) *Result {
 	r := &run{log: log, cfg: cfg, res: &Result{Seed: log.Seed, Log: log, Config: cfg}, maxSteps: cfg.MaxSteps}
 	if r.maxSteps == 0 {
 		r.maxSteps = defaultMaxSteps(len(log.Ops))
@@ -301,7 +331,7 @@ func (r *run) endpoint(spec workload.Endpoint) (*Endpoint, error) {
 	}
 	o := r.endpointOptions(spec)
 	o.RT, o.Sched, o.Store, o.Faults = r.s, r.s, r.store, mix
-	o.Recorder = model.RecorderOptions{Sequence: &r.seq, StoreLogComplete: true, Lookups: true}
+	o.Recorder = model.RecorderOptions{Sequence: &r.seq, StoreLogComplete: true, Lookups: true, NoNotes: r.cfg.Lean && !r.cfg.AllNotes}
 	o.Backend.DrainTimeout = time.Millisecond
 	o.Model, o.Lies = !r.cfg.noModel, lies
 	o.OnAttempt = func(a *backend.Attempt) { r.attemptChanged(spec.Name, a) }

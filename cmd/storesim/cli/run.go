@@ -383,9 +383,11 @@ func (o *runOpts) runSeed(seed uint64) outcome {
 	if o.real.addr != "" {
 		return outcome{res: engine.RunReal(engine.Plan(seed, o.cfg), o.cfg, o.real.rd(seed))}
 	}
-	oc := outcome{res: engine.RunSeed(seed, o.cfg)}
+	cfg := o.cfg
+	cfg.Lean = true // a passing seed keeps no notes; a failing one is played again in full for its report
+	oc := outcome{res: engine.RunSeed(seed, cfg)}
 	if o.determinism {
-		oc.second = engine.RunSeed(seed, o.cfg)
+		oc.second = engine.RunSeed(seed, cfg)
 	}
 	return oc
 }
