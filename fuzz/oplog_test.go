@@ -30,11 +30,29 @@ func FuzzOpLog(f *testing.F) {
 		if !ok {
 			t.Skip("decodes to nothing runnable (invalid input)")
 		}
-		res := engine.Run(log, engine.Config{})
+		res := engine.Run(log, engine.Config{Lean: true}) // a failing input is played again in full for its report
 		if res.Verdict != engine.Pass {
 			t.Fatal(opLogFailure(res))
 		}
+		countExec(len(log.Ops))
 	})
+}
+
+// countExec: with STORESIM_FUZZ_STATS=DIR, each fuzz worker process keeps
+// DIR/<pid> up to date with "runs ops" (runnable inputs and their ops), so
+// make bench can say how long the inputs behind its execs/s figure were.
+var fuzzStats struct{ runs, ops int }
+
+func countExec(ops int) {
+	dir := os.Getenv("STORESIM_FUZZ_STATS")
+	if dir == "" {
+		return
+	}
+	fuzzStats.runs++
+	fuzzStats.ops += ops
+	if fuzzStats.runs%64 == 1 {
+		_ = os.WriteFile(filepath.Join(dir, fmt.Sprint(os.Getpid())), fmt.Appendf(nil, "%d %d\n", fuzzStats.runs, fuzzStats.ops), 0o644)
+	}
 }
 
 // opLogFailure is the report of a failing decoded log. The harness's own

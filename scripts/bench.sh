@@ -10,7 +10,7 @@ run() { go test -run '^$' -count 1 "$@" | tee -a "$out" | grep -E '^Benchmark' ;
 : > "$out.memcached"
 echo "# machine: $(nproc) cores, $(go version | cut -d' ' -f3-), $(date -u +%F)"
 run -bench 'Loop' -benchtime 2000000x -count 3 ./sim
-run -bench 'RunSeed' -benchtime 300x ./fuzz/engine
+run -bench 'RunSeed|PipelineVsBare' -benchtime 300x -benchmem ./fuzz/engine
 run -bench 'Check' -benchtime 5x ./model
 run -bench 'Overhead' -benchtime 50000x -count 5 ./drivers/monitor
 run -bench 'DecodeRun' -benchtime 300x ./fuzz
@@ -41,7 +41,7 @@ fb=$(metric 'BenchmarkOverhead/bare' ns/op); fm=$(metric 'BenchmarkOverhead/moni
 mb=$(metric 'BenchmarkOverheadMemdriver/bare' ns/op); mm=$(metric 'BenchmarkOverheadMemdriver/monitored' ns/op)
 fz=$(metric 'BenchmarkDecodeRun' ns/op)
 echo
-echo "## ratios (same run)"
+echo "## figures (same run)"
 awk -v s="$sched" -v b="$bare" 'BEGIN{printf "scheduler / bare priority-queue loop (events/s): %.2f   (%.0f vs %.0f)\n", s/b, s, b}'
 awk -v n="$seeds" -v e="$evs" -v b="$bare" 'BEGIN{printf "full pipeline: %.0f seeds/s (%.0f seeds/min), %.0f events/seed; checked event rate / bare loop: %.3f\n", n, n*60, e, n*e/b}'
 grep -E '^BenchmarkCheck' "$out" | awk '{for (i=2;i<=NF;i++) if ($i=="ms/10k-ops") v=$(i-1); printf "porcupine %-32s %8.2f ms per 10k ops\n", $1, v}'
@@ -74,3 +74,43 @@ else
   echo "memcached driver: skipped (no STORESIM_MEMCACHED_ADDR; run scripts/with-memcached.sh scripts/bench.sh)"
 fi
 awk -v f="$fz" 'BEGIN{printf "fuzz: one 100-op decode+run = %.2f ms → %.0f execs/s per core before coverage instrumentation\n", f/1e6, 1e9/f}'
+
+# ## ratios: the fixed labels of issue 18, one "label: value" per line, so a
+# script can read them (scripts/results.sh copies the block into
+# docs/RESULTS.md). Each comes from a measurement taken side by side or from
+# the real tool:
+#   pipeline/bare-loop   BenchmarkPipelineVsBare: per seed, the lean checked
+#                        pipeline, then the bare loop at 20x the events;
+#                        median of the per-seed event-rate ratios
+#   seeds/min            storesim run --seeds 0:20000 --workers 2 (its summary)
+#   fuzz execs/s         go test -fuzz FuzzOpLog -parallel 2 for 20 s: execs
+#                        after the baseline-coverage pass ÷ their seconds;
+#                        "fuzz ops/exec" is the mean length of the runnable
+#                        inputs behind it (the fuzzer mutates the 100-op
+#                        corpus entries; STORESIM_FUZZ_STATS counts them)
+#   porcupine ms/10k     BenchmarkCheck/ops=10000 (8 clients per key)
+#   certify memory s     storesim certify --driver memory, median of 3 wall times
+#   allocs/seed          BenchmarkPipelineVsBare (runtime.MemStats.Mallocs)
+bin=$(mktemp -d)
+go build -o "$bin/storesim" ./cmd/storesim
+spm=$("$bin/storesim" run --seeds 0:20000 --workers 2 2>&1 >/dev/null | sed -n 's/.*(\([0-9]*\) seeds\/min.*/\1/p' | head -1)
+mkdir -p "$bin/fuzzstats"
+fz=$(STORESIM_FUZZ_STATS="$bin/fuzzstats" go test -run '^$' -fuzz '^FuzzOpLog$' -fuzztime 20s -parallel 2 ./fuzz 2>&1 |
+  sed -n 's/^fuzz: elapsed: \([0-9]*\)s, execs: \([0-9]*\) .*/\1 \2/p' | awk '$2>0 && !t0 {t0=$1; e0=$2} $2>0 {t=$1; e=$2} END{if (t>t0) printf "%.0f", (e-e0)/(t-t0); else print "?"}')
+cs=$(for i in 1 2 3; do s0=$(date +%s.%N); "$bin/storesim" certify --driver memory >/dev/null 2>&1 || true; echo "$s0 $(date +%s.%N)"; done |
+  awk '{print $2-$1}' | sort -g | sed -n 2p)
+fzops=$(cat "$bin"/fuzzstats/* 2>/dev/null | awk '{r+=$1; o+=$2} END{if (r) printf "%.0f", o/r; else print "?"}')
+rm -rf "$bin"
+pb=$(metric 'BenchmarkPipelineVsBare' pipeline/bare-loop); al=$(metric 'BenchmarkPipelineVsBare' allocs/seed)
+pe=$(grep -E '^BenchmarkCheck/ops=10000/evicting' "$out" | awk '{for (i=2;i<=NF;i++) if ($i=="ms/10k-ops") print $(i-1)}' | head -1)
+pd=$(grep -E '^BenchmarkCheck/ops=10000/durable' "$out" | awk '{for (i=2;i<=NF;i++) if ($i=="ms/10k-ops") print $(i-1)}' | head -1)
+echo
+echo "## ratios"
+echo "pipeline/bare-loop: $pb"
+echo "seeds/min: $spm"
+echo "fuzz execs/s (2 workers): $fz"
+echo "fuzz ops/exec: $fzops"
+echo "porcupine evicting ms/10k: $pe"
+echo "porcupine durable ms/10k: $pd"
+printf 'certify memory s: %.2f\n' "$cs"
+echo "allocs/seed: $al"

@@ -1,9 +1,10 @@
 package sim
 
 import (
-	"container/heap"
 	"testing"
 	"time"
+
+	"github.com/storesim/storesim/sim/bareloop"
 )
 
 // The scheduler is measured next to a bare loop over a container/heap of
@@ -33,50 +34,8 @@ func BenchmarkSchedulerLoop(b *testing.B) {
 	b.ReportMetric(float64(s.Steps())/b.Elapsed().Seconds(), "events/s")
 }
 
-type bareEvent struct {
-	at  int64
-	seq uint64
-	fn  func()
-}
-type bareHeap []bareEvent
-
-func (h bareHeap) Len() int { return len(h) }
-func (h bareHeap) Less(i, j int) bool {
-	return h[i].at < h[j].at || (h[i].at == h[j].at && h[i].seq < h[j].seq)
-}
-func (h bareHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *bareHeap) Push(x any)   { *h = append(*h, x.(bareEvent)) }
-func (h *bareHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
-}
-
+// BenchmarkBareLoop is the yardstick (package bareloop) alone.
 func BenchmarkBareLoop(b *testing.B) {
-	h := &bareHeap{}
-	var now int64
-	var seq uint64
-	r := NewRand(1)
-	n, steps := 0, 0
-	var tick func()
-	tick = func() {
-		n++
-		if n < b.N {
-			seq++
-			heap.Push(h, bareEvent{now + int64(r.Intn(100)), seq, tick})
-		}
-	}
-	for range fanout {
-		seq++
-		heap.Push(h, bareEvent{0, seq, tick})
-	}
-	b.ResetTimer()
-	for h.Len() > 0 {
-		e := heap.Pop(h).(bareEvent)
-		now = e.at
-		steps++
-		e.fn()
-	}
+	steps := bareloop.Run(b.N)
 	b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "events/s")
 }

@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/anishathalye/porcupine"
@@ -74,19 +75,22 @@ func (c *certifier) swarmProfile(p engine.Profile, only *uint64) {
 		if only != nil {
 			seed = *only
 		}
-		var counters []*PairCounter
+		// One counter per endpoint; a failing lean run is played again in
+		// full (engine.Config.Lean), whose endpoints then replace the first
+		// run's, so the pairs of a run are counted once.
+		counters := map[string]*PairCounter{}
 		res := engine.RunSeed(seed, engine.Config{
-			Driver: c.h.Name, Profile: p, Factory: factory, LinTimeout: linTimeout,
-			Observers: func(string) []monitor.Observer {
+			Driver: c.h.Name, Profile: p, Factory: factory, LinTimeout: linTimeout, Lean: true,
+			Observers: func(endpoint string) []monitor.Observer {
 				pc := NewPairCounter()
-				counters = append(counters, pc)
+				counters[endpoint] = pc
 				return []monitor.Observer{pc}
 			},
 		})
 		c.swarm.Runs++
 		c.swarm.Seeds = append(c.swarm.Seeds, seed)
-		for _, pc := range counters {
-			c.pairs.add(pc.snapshot())
+		for _, name := range slices.Sorted(maps.Keys(counters)) {
+			c.pairs.add(counters[name].snapshot())
 		}
 		run := Rerun{Group: SwarmGroup, Case: string(p), Seed: seed}
 		switch res.Verdict {

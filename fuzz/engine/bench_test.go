@@ -1,8 +1,12 @@
 package engine
 
 import (
+	"runtime"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/storesim/storesim/sim/bareloop"
 )
 
 // BenchmarkRunSeed is the full pipeline per seed: generate a 100-op log, run
@@ -51,4 +55,41 @@ func BenchmarkModelCost(b *testing.B) {
 		seed++
 	}
 	b.ReportMetric(float64(with)/float64(without), "with/without")
+}
+
+// BenchmarkPipelineVsBare is "pipeline/bare-loop" of make bench: one seed
+// through the full checked pipeline (lean, as the swarm runs it), then the
+// bare event loop (sim/bareloop) at the same event count, alternating in one
+// loop so both see the same machine. Reported as the pipeline's event rate
+// over the bare loop's (the median of the per-round ratios) and the
+// pipeline's allocations per seed.
+//
+//	go test -bench PipelineVsBare -run '^$' ./fuzz/engine
+func BenchmarkPipelineVsBare(b *testing.B) {
+	var ratios []float64
+	var mallocs uint64
+	var ms runtime.MemStats
+	seed := uint64(0)
+	for b.Loop() {
+		runtime.ReadMemStats(&ms)
+		before := ms.Mallocs
+		t0 := time.Now()
+		res := RunSeed(seed, Config{Lean: true})
+		pipe := time.Since(t0)
+		runtime.ReadMemStats(&ms)
+		mallocs += ms.Mallocs - before
+		if res.Verdict != Pass {
+			b.Fatalf("%s (repro: %s)", res.Summary(), res.Repro())
+		}
+		// The bare loop runs 20 times the seed's events, so its start-up
+		// (the heap's first growth) does not count against it.
+		t1 := time.Now()
+		bareloop.Run(20 * int(res.Steps))
+		bare := time.Since(t1) / 20
+		ratios = append(ratios, float64(bare)/float64(pipe)) // = pipeline events/s ÷ bare events/s
+		seed++
+	}
+	slices.Sort(ratios)
+	b.ReportMetric(ratios[len(ratios)/2], "pipeline/bare-loop")
+	b.ReportMetric(float64(mallocs)/float64(seed), "allocs/seed")
 }
