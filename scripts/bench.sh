@@ -12,7 +12,7 @@ echo "# machine: $(nproc) cores, $(go version | cut -d' ' -f3-), $(date -u +%F)"
 run -bench 'Loop' -benchtime 2000000x -count 3 ./sim
 run -bench 'RunSeed|PipelineVsBare' -benchtime 300x -benchmem ./fuzz/engine
 run -bench 'Check' -benchtime 5x ./model
-run -bench 'Overhead' -benchtime 50000x -count 5 ./drivers/monitor
+run -bench 'Overhead' -benchtime 2000x -count 5 ./drivers/monitor
 run -bench 'DecodeRun' -benchtime 300x ./fuzz
 # Optional: the monitor on the Redis driver needs a server
 # (scripts/with-redis.sh scripts/bench.sh provides one).
@@ -37,16 +37,15 @@ metric() { # metric BENCH-REGEX UNIT → the median of the values before UNIT on
 }
 sched=$(metric 'BenchmarkSchedulerLoop' events/s); bare=$(metric 'BenchmarkBareLoop' events/s)
 seeds=$(metric 'BenchmarkRunSeed' seeds/s); evs=$(metric 'BenchmarkRunSeed' events/seed)
-fb=$(metric 'BenchmarkOverhead/bare' ns/op); fm=$(metric 'BenchmarkOverhead/monitored' ns/op)
-mb=$(metric 'BenchmarkOverheadMemdriver/bare' ns/op); mm=$(metric 'BenchmarkOverheadMemdriver/monitored' ns/op)
+fo=$(metric 'BenchmarkOverhead' monitored/bare); mo=$(metric 'BenchmarkOverheadMemdriver' monitored/bare)
 fz=$(metric 'BenchmarkDecodeRun' ns/op)
 echo
 echo "## figures (same run)"
 awk -v s="$sched" -v b="$bare" 'BEGIN{printf "scheduler / bare priority-queue loop (events/s): %.2f   (%.0f vs %.0f)\n", s/b, s, b}'
 awk -v n="$seeds" -v e="$evs" -v b="$bare" 'BEGIN{printf "full pipeline: %.0f seeds/s (%.0f seeds/min), %.0f events/seed; checked event rate / bare loop: %.3f\n", n, n*60, e, n*e/b}'
 grep -E '^BenchmarkCheck' "$out" | awk '{for (i=2;i<=NF;i++) if ($i=="ms/10k-ops") v=$(i-1); printf "porcupine %-32s %8.2f ms per 10k ops\n", $1, v}'
-awk -v b="$fb" -v m="$fm" 'BEGIN{printf "monitor overhead, fake driver (worst case): monitored/bare = %.2f\n", m/b}'
-awk -v b="$mb" -v m="$mm" 'BEGIN{printf "monitor overhead, memdriver: monitored/bare = %.2f\n", m/b}'
+awk -v r="$fo" 'BEGIN{printf "monitor overhead, fake driver (worst case): monitored/bare = %.2f (paired rounds, median of ratios; median of 5 runs)\n", r}'
+awk -v r="$mo" 'BEGIN{printf "monitor overhead, memdriver: monitored/bare = %.2f (paired rounds, median of ratios; median of 5 runs)\n", r}'
 if command -v python3 >/dev/null; then
   for s in 64 4096; do
     g=$(metric "BenchmarkRowsPerSecond/memdriver/slot=$s" rows/s); p=$(metric "BenchmarkRowsPerSecond/python/slot=$s" rows/s)

@@ -158,45 +158,45 @@ func TestMemdriverConforms(t *testing.T) {
 }
 
 // BenchmarkOverheadMemdriver is BenchmarkOverhead's workload on the
-// reference driver under the default fault mix, bare and monitored.
+// reference driver under the default fault mix, bare and monitored, paired
+// the same way (PairedRounds).
+//
+//	go test -bench OverheadMemdriver -run '^$' ./drivers/monitor
 func BenchmarkOverheadMemdriver(b *testing.B) {
-	for _, monitored := range []bool{false, true} {
-		b.Run(map[bool]string{false: "bare", true: "monitored"}[monitored], func(b *testing.B) {
-			s := sim.New(sim.Options{Seed: 1, MaxWakeDelay: 3 * time.Microsecond})
-			store, _ := memdriver.NewStore(memdriver.StoreOptions{})
-			var d drivers.Driver = memdriver.New(s, store, memdriver.Config{Faults: memdriver.Default()})
-			if monitored {
-				d = monitor.Wrap(d, monitor.Options{Clock: s, Seed: 1}).Driver()
+	rig := func(monitored bool) func(n int) {
+		s := sim.New(sim.Options{Seed: 1, MaxWakeDelay: 3 * time.Microsecond})
+		store, _ := memdriver.NewStore(memdriver.StoreOptions{})
+		var d drivers.Driver = memdriver.New(s, store, memdriver.Config{Faults: memdriver.Default()})
+		if monitored {
+			d = monitor.Wrap(d, monitor.Options{Clock: s, Seed: 1}).Driver()
+		}
+		a := arena.New("r", 256, 64, arena.Options{})
+		for slot := range 256 {
+			a.Lend(slot, 1)
+		}
+		a.SetRegistered(true) // the monitor would; bare touches must not count as late
+		h, err := d.Register(a.Region())
+		if err != nil {
+			b.Fatal(err)
+		}
+		keys := make([]string, 1024)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("k/%d", i)
+		}
+		return func(n int) {
+			for j := range 64 {
+				batch := drivers.RowBatch{Dir: drivers.Direction(1 + (n+j)%2), Rows: make([]drivers.Row, 4)}
+				for r := range batch.Rows {
+					batch.Rows[r] = drivers.Row{Key: keys[(4*(n+j)+r)%len(keys)], Handle: h, Slot: (4*j + r) % 256, Position: r}
+				}
+				var c drivers.Call
+				wake := s.Wake("bench/onChange", func() { c.Results(); c.Access() })
+				c, _ = d.Submit(batch, wake)
 			}
-			a := arena.New("r", 256, 64, arena.Options{})
-			for slot := range 256 {
-				a.Lend(slot, 1)
-			}
-			a.SetRegistered(true) // the monitor would; bare touches must not count as late
-			h, err := d.Register(a.Region())
-			if err != nil {
+			if err := s.RunUntilIdle(0); err != nil {
 				b.Fatal(err)
 			}
-			keys := make([]string, 1024)
-			for i := range keys {
-				keys[i] = fmt.Sprintf("k/%d", i)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for n := 0; n < b.N; {
-				for j := 0; j < 64 && n < b.N; j, n = j+1, n+1 {
-					batch := drivers.RowBatch{Dir: drivers.Direction(1 + n%2), Rows: make([]drivers.Row, 4)}
-					for r := range batch.Rows {
-						batch.Rows[r] = drivers.Row{Key: keys[(4*n+r)%len(keys)], Handle: h, Slot: (4*j + r) % 256, Position: r}
-					}
-					var c drivers.Call
-					wake := s.Wake("bench/onChange", func() { c.Results(); c.Access() })
-					c, _ = d.Submit(batch, wake)
-				}
-				if err := s.RunUntilIdle(0); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		}
 	}
+	monitor.PairedRounds(b, rig(false), rig(true))
 }
