@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"context"
+	"runtime"
 	"time"
 
 	"github.com/storesim/storesim/drivers"
@@ -58,13 +59,21 @@ type Harness struct {
 	// a case after case of rule failures. Its error should start with the
 	// store's address.
 	Ping func(ctx context.Context) error
-	_    struct{}
+	// Independent says two drivers New builds share no mutable state (no
+	// package-level counters, maps or caches), so the backend-driven swarm
+	// may run several at once (Options.Workers). Without it the swarm runs
+	// one run at a time: a driver that shares state between instances is
+	// never refused for a race the suite made.
+	Independent bool
+	_           struct{}
 }
 
 // Registered is the harness of a driver the registry knows ("memory",
 // "together", "broken:<Name>"): what `storesim certify --driver NAME` runs.
 func Registered(name string) Harness {
-	return Harness{Name: name, New: func(env Env) (drivers.Driver, error) { return registry.New(name, env) }}
+	// The registry's drivers (memdriver, its wrappers in package broken)
+	// keep every piece of state in the instance.
+	return Harness{Name: name, New: func(env Env) (drivers.Driver, error) { return registry.New(name, env) }, Independent: true}
 }
 
 // Options scale a certification.
@@ -106,7 +115,11 @@ type Options struct {
 	// the group's place n (from 1) among the total selected, and its rule
 	// (the CLI shows it on a terminal). [Run] does not call it.
 	Progress func(n, total int, rule string)
-	_        struct{}
+	// Workers is how many backend-driven swarm runs go at once (0:
+	// GOMAXPROCS for an Independent harness, else 1). The report is the
+	// same for any value: runs are judged in seed order.
+	Workers int
+	_       struct{}
 }
 
 // Version is the storesim version a report states unless Options.Version
@@ -141,6 +154,12 @@ func (o Options) withDefaults(h Harness) Options {
 	}
 	if o.Version == "" {
 		o.Version = Version
+	}
+	if o.Workers <= 0 {
+		o.Workers = 1
+		if h.Independent {
+			o.Workers = runtime.GOMAXPROCS(0)
+		}
 	}
 	return o
 }

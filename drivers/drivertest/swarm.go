@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/anishathalye/porcupine"
 
@@ -66,31 +68,48 @@ func (c *certifier) swarmProfile(p engine.Profile, only *uint64) {
 	if only != nil {
 		runs = 1
 	}
+	seedOf := func(i int) uint64 {
+		if only != nil {
+			return *only
+		}
+		return sim.SubSeed(c.opts.Seed, fmt.Sprintf("swarm/%s/%d", p, i))
+	}
+	play := func(seed uint64) swarmPlay {
+		// One counter per endpoint; a failing lean run is played again in
+		// full (engine.Config.Lean), whose endpoints then replace the first
+		// run's, so the pairs of a run are counted once.
+		counters := map[string]*PairCounter{}
+		var mu sync.Mutex
+		res := engine.RunSeed(seed, engine.Config{
+			Driver: c.h.Name, Profile: p, Factory: factory, LinTimeout: linTimeout, Lean: true,
+			Observers: func(endpoint string) []monitor.Observer {
+				pc := NewPairCounter()
+				mu.Lock()
+				counters[endpoint] = pc
+				mu.Unlock()
+				return []monitor.Observer{pc}
+			},
+		})
+		return swarmPlay{res, counters}
+	}
+	// Runs are played Workers at a time (an Independent harness) and judged
+	// one by one in seed order, so the report does not depend on Workers.
+	var batch []swarmPlay
 	for i := range runs {
 		if failed == maxSwarmFailures {
 			c.swarm.Note = fmt.Sprintf("each profile stops after %d failing runs", maxSwarmFailures)
 			break
 		}
-		seed := sim.SubSeed(c.opts.Seed, fmt.Sprintf("swarm/%s/%d", p, i))
-		if only != nil {
-			seed = *only
+		if len(batch) == 0 {
+			batch = playBatch(i, min(runs-i, 8*c.opts.Workers), c.opts.Workers, seedOf, play)
 		}
-		// One counter per endpoint; a failing lean run is played again in
-		// full (engine.Config.Lean), whose endpoints then replace the first
-		// run's, so the pairs of a run are counted once.
-		counters := map[string]*PairCounter{}
-		res := engine.RunSeed(seed, engine.Config{
-			Driver: c.h.Name, Profile: p, Factory: factory, LinTimeout: linTimeout, Lean: true,
-			Observers: func(endpoint string) []monitor.Observer {
-				pc := NewPairCounter()
-				counters[endpoint] = pc
-				return []monitor.Observer{pc}
-			},
-		})
+		pl := batch[0]
+		batch = batch[1:]
+		seed, res := seedOf(i), pl.res
 		c.swarm.Runs++
 		c.swarm.Seeds = append(c.swarm.Seeds, seed)
-		for _, name := range slices.Sorted(maps.Keys(counters)) {
-			c.pairs.add(counters[name].snapshot())
+		for _, name := range slices.Sorted(maps.Keys(pl.counters)) {
+			c.pairs.add(pl.counters[name].snapshot())
 		}
 		run := Rerun{Group: SwarmGroup, Case: string(p), Seed: seed}
 		switch res.Verdict {
@@ -113,4 +132,33 @@ func (c *certifier) swarmProfile(p engine.Profile, only *uint64) {
 			c.gaps = append(c.gaps, fmt.Sprintf("swarm %s seed %d: the S-LIN check timed out (repro: %s)", p, seed, c.repro(run)))
 		}
 	}
+}
+
+// swarmPlay is one played swarm run and its race-pair counters.
+type swarmPlay struct {
+	res      *engine.Result
+	counters map[string]*PairCounter
+}
+
+// playBatch plays runs from … from+n-1 on workers goroutines and returns them
+// in run order (one worker: in this goroutine).
+func playBatch(from, n, workers int, seedOf func(int) uint64, play func(uint64) swarmPlay) []swarmPlay {
+	out := make([]swarmPlay, n)
+	if workers <= 1 || n == 1 {
+		for k := range n {
+			out[k] = play(seedOf(from + k))
+		}
+		return out
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Go(func() {
+			for k := int(next.Add(1) - 1); k < n; k = int(next.Add(1) - 1) {
+				out[k] = play(seedOf(from + k))
+			}
+		})
+	}
+	wg.Wait()
+	return out
 }
