@@ -103,7 +103,12 @@ type Options struct {
 	// OnTouch, if set, sees every touch after the arena's own checks, outside
 	// the arena's lock.
 	OnTouch func(Touch)
-	_       struct{}
+	// Shared, when set, places the arena's bytes in that file-backed
+	// shared mapping instead of the Go heap, for a driver in another
+	// process to map (shared.go); if they cannot be placed there the arena
+	// is Go heap memory, and Shared.Err says why.
+	Shared *Shared
+	_      struct{}
 }
 
 // Arena is one region's simulated memory.
@@ -120,7 +125,8 @@ type Arena struct {
 	log        []Touch
 	violations []Violation
 	vseen      map[violationKey]bool
-	dropped    int // touches beyond MaxLog, violations beyond MaxViolations
+	dropped    int          // touches beyond MaxLog, violations beyond MaxViolations
+	sh         *sharedState // nil: Go heap memory (shared.go)
 }
 
 // The bounds of what an arena keeps, whatever a driver does: a driver
@@ -146,12 +152,18 @@ type violationKey struct {
 // New returns an arena of slots*slotBytes bytes, all slots at the lender,
 // not registered.
 func New(label string, slots, slotBytes int, opts Options) *Arena {
-	return &Arena{
+	a := &Arena{
 		label: label, slotBytes: slotBytes, opts: opts,
-		buf:   make([]byte, slots*slotBytes),
 		state: make([]SlotState, slots),
 		owner: make([]uint64, slots),
 	}
+	if opts.Shared != nil && slots*slotBytes > 0 {
+		a.placeShared(opts.Shared, slots*slotBytes)
+	}
+	if a.buf == nil {
+		a.buf = make([]byte, slots*slotBytes)
+	}
+	return a
 }
 
 // Region returns the drivers.Region over this arena.
@@ -212,6 +224,9 @@ func (a *Arena) touch(op Op, by drivers.Toucher, off int, p []byte) error {
 		copy(p, a.buf[off:])
 	} else {
 		copy(a.buf[off:], p)
+		if a.sh != nil {
+			a.ownedLocked(first, last)
+		}
 	}
 	if a.opts.Log {
 		if len(a.log) < MaxLog {
@@ -283,9 +298,15 @@ func (a *Arena) Release(slot int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.state[slot], a.owner[slot] = AtLender, 0
+	if a.sh != nil {
+		a.checkLocked(slot)
+	}
 	b := a.buf[slot*a.slotBytes : (slot+1)*a.slotBytes]
 	for i := range b {
 		b[i] = Poison
+	}
+	if a.sh != nil {
+		a.ownedLocked(slot, slot)
 	}
 }
 
@@ -316,7 +337,13 @@ func (a *Arena) State(slot int) SlotState {
 func (a *Arena) Fill(slot int, content []byte) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.sh != nil {
+		a.checkLocked(slot)
+	}
 	copy(a.buf[slot*a.slotBytes:(slot+1)*a.slotBytes], content)
+	if a.sh != nil {
+		a.ownedLocked(slot, slot)
+	}
 }
 
 // Peek copies slot's bytes as the owner (no touch is recorded).
