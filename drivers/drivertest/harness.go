@@ -58,7 +58,14 @@ type Harness struct {
 	// a case after case of rule failures. Its error should start with the
 	// store's address.
 	Ping func(ctx context.Context) error
-	_    struct{}
+	// SharedMemory says the driver maps region memory itself, from another
+	// process (a driver process, drivers/procdriver): every case run's
+	// arenas then live in a file-backed shared mapping (arena.Shared) that
+	// the process maps too, so its writes land in the very slots the
+	// suite's checks read, and the mapping is removed when the run ends.
+	// Without it arenas are Go heap memory.
+	SharedMemory bool
+	_            struct{}
 }
 
 // Registered is the harness of a driver the registry knows ("memory",

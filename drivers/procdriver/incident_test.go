@@ -40,7 +40,7 @@ func TestIncidents(t *testing.T) {
 				t.Fatalf("start: %v %s", err, repro(t))
 			}
 			pid := d.PID()
-			a := lent("r0", 4, 32, false)
+			a := lent(shared(t), "r0", 4, 32, false)
 			h, err := d.Register(a.Region())
 			if err != nil {
 				t.Fatalf("register: %v %s", err, repro(t))

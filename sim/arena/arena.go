@@ -76,11 +76,19 @@ type Touch struct {
 	State      SlotState
 	Owner      uint64 // the attempt the slot was lent to (when Lent)
 	Registered bool
+	// Audited: the touch was made directly in shared memory by another
+	// process and found by an audit (shared.go) at At: it happened at or
+	// before At, after the audit before.
+	Audited bool
 }
 
 func (t Touch) String() string {
-	return fmt.Sprintf("%v %s %s [%d,+%d) slot %d (%s) by call %d row %d",
+	s := fmt.Sprintf("%v %s %s [%d,+%d) slot %d (%s) by call %d row %d",
 		t.At, t.Region, t.Op, t.Off, t.N, t.Slot, t.State, t.By.Call, t.By.Row)
+	if t.Audited {
+		s += " (found in the shared mapping by the audit)"
+	}
+	return s
 }
 
 // Violation is a rule broken at a touch.

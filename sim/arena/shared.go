@@ -210,7 +210,7 @@ func (a *Arena) ownedLocked(first, last int) {
 
 func (a *Arena) foreignTouch(slot int) Touch {
 	t := Touch{Op: Write, Off: slot * a.slotBytes, N: a.slotBytes, Region: a.label, Registered: a.registered,
-		Slot: slot, State: a.state[slot], Owner: a.owner[slot]}
+		Slot: slot, State: a.state[slot], Owner: a.owner[slot], Audited: true}
 	if a.opts.Clock != nil {
 		t.At = a.opts.Clock.Now()
 	}
@@ -314,7 +314,7 @@ func (a *Arena) WitnessWrite(by drivers.Toucher, off, n int) error {
 		a.mu.Unlock()
 		return nil
 	}
-	t := Touch{Op: Write, Off: off, N: n, By: by, Region: a.label, Registered: a.registered, Slot: -1}
+	t := Touch{Op: Write, Off: off, N: n, By: by, Region: a.label, Registered: a.registered, Slot: -1, Audited: true}
 	if a.opts.Clock != nil {
 		t.At = a.opts.Clock.Now()
 	}
