@@ -193,3 +193,56 @@ func auditAfterUnregister(t *testing.T, sh *arena.Shared, mode string) {
 		t.Errorf("the arena saw no touch of its unregistered region: %v %s", dst.Violations(), repro(t))
 	}
 }
+
+// TestAuditLateWriteReleased: in shared memory a late write lands in the
+// caller's slot itself, before or after its lender released it (Release
+// poisons the slot, so a write just before it would vanish): a write
+// before the release is found by the release's own check, as the call's
+// write while the slot was still lent; one after it, by the next audit, as
+// a touch of a slot at the lender (the arena's S-NO-LATE-ACCESS). Both are
+// the driver's D-ACCESS-END, naming the call and row.
+func TestAuditLateWriteReleased(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		releaseLate bool // Release after the late write
+		state       arena.SlotState
+		slot        []byte
+	}{
+		{"write then release", true, arena.Lent, bytes.Repeat([]byte{0xEE}, 64)},
+		{"release then write", false, arena.AtLender, bytes.Repeat([]byte{0xEE}, 64)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := start(t, brokenCmd(t, "LateWriteAfterEnded", "--latency-ms", "0"), nil)
+			src, dst, hs, hd := pair(t, d, shared(t))
+			src.Fill(0, bytes.Repeat([]byte{9}, 64))
+			f := roundTrip(t, d, hs, hd, "k", 2)
+			if !tc.releaseLate {
+				dst.Release(2)
+			}
+			d.Drain() // the next request: the late write lands before the answer
+			if tc.releaseLate {
+				dst.Release(2)
+			}
+			shutdown(t, d)
+			v := finding(t, d.Findings(), rules.DAccessEnd)
+			if v.Call != uint64(f.ID()) || v.Row != 0 || v.Key != "k" || v.Region != "dst" {
+				t.Errorf("finding %v: want call %d row 0 key k region dst %s", v, f.ID(), repro(t))
+			}
+			w := writesBy(dst, f.ID())
+			// (It writes again at shutdown: a poisoned slot then changes once more.)
+			if len(w) < 2 || !w[1].Audited || w[1].State != tc.state || w[1].Slot != 2 || w[1].By.Row != 0 {
+				t.Fatalf("writes by the fetch: %v, want its transfer, then its late write of slot 2 in state %s %s", w, tc.state, repro(t))
+			}
+			late := false
+			for _, av := range dst.Violations() {
+				late = late || (av.Rule == rules.SNoLateAccess && av.Touch.By.Call == f.ID())
+			}
+			if tc.state == arena.AtLender && !late {
+				t.Errorf("the arena's violations %v: want S-NO-LATE-ACCESS by call %d %s", dst.Violations(), f.ID(), repro(t))
+			}
+			if got := dst.Peek(2); !bytes.Equal(got, tc.slot) {
+				t.Errorf("slot 2 holds %x, want %x %s", got[:8], tc.slot[:8], repro(t))
+			}
+		})
+	}
+}

@@ -232,7 +232,7 @@ func New(cfg Config) (Process, error) {
 	switch {
 	case err != nil:
 	case !*rep.OK && rep.Error != nil && rep.Error.Kind == "protocol":
-		bad = fmt.Sprintf("it speaks another protocol version: %s; this storesim speaks protocol %d (docs/PROTOCOL.md, Versioning)", rep.Error.Message, Protocol)
+		bad = fmt.Sprintf("it speaks another protocol version (%s), and this storesim only protocol %d (docs/PROTOCOL.md, Versioning)", rep.Error.Message, Protocol)
 	case !*rep.OK:
 		bad = "hello answered an error: " + toError("hello", rep.Error).Error()
 	case rep.Protocol != Protocol:

@@ -305,10 +305,10 @@ func (a *Arena) Lend(slot int, attempt uint64) {
 func (a *Arena) Release(slot int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.state[slot], a.owner[slot] = AtLender, 0
 	if a.sh != nil {
 		a.checkLocked(slot)
 	}
+	a.state[slot], a.owner[slot] = AtLender, 0
 	b := a.buf[slot*a.slotBytes : (slot+1)*a.slotBytes]
 	for i := range b {
 		b[i] = Poison
