@@ -64,7 +64,11 @@ func TestSharedAudit(t *testing.T) {
 		{"write after unregister", func(t *testing.T, a *Arena) { a.SetRegistered(false); foreign(t, a, 24, []byte("x")) }, nil, []int{3}, rules.SNoLateAccess, Lent},
 		{"only the slots asked", func(t *testing.T, a *Arena) { foreign(t, a, 0, []byte("x")); foreign(t, a, 8, []byte("y")) }, []int{1}, []int{1}, 0, Lent},
 		{"overwritten by Release", func(t *testing.T, a *Arena) { foreign(t, a, 16, []byte("x")); a.Release(2) }, []int{}, []int{2}, 0, Lent},
-		{"overwritten by Fill", func(t *testing.T, a *Arena) { a.Release(2); foreign(t, a, 16, []byte("x")); a.Fill(2, []byte("12345678")) }, []int{}, []int{2}, rules.SNoLateAccess, AtLender},
+		{"overwritten by Fill", func(t *testing.T, a *Arena) {
+			a.Release(2)
+			foreign(t, a, 16, []byte("x"))
+			a.Fill(2, []byte("12345678"))
+		}, []int{}, []int{2}, rules.SNoLateAccess, AtLender},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
