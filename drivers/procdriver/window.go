@@ -37,9 +37,12 @@ type SharedMemory interface {
 
 var _ SharedMemory = (*arena.Arena)(nil)
 
-// Canary is the byte the shared mapping of a slot is filled with while no
-// live call may touch it: at registration, once its call's access is
-// ENDED, and over the whole region once it is unregistered. A driver that
+// Canary is the byte a mirrored region's mapping (one the parent made for
+// memory that is not shared) holds in a slot while no live call may touch
+// it: at registration, once its call's access is ENDED, and over the whole
+// region once it is unregistered. (Shared memory is the caller's: the
+// parent never writes it, and a slot its lender released holds the arena's
+// Poison.) A driver that
 // reads such a slot late gets canary bytes (and publishes them, which the
 // store's content check then sees); one that writes it late changes its
 // checksum, which the next audit finds.

@@ -102,12 +102,16 @@ class Region:
     def open(self):
         """Map the shared file (the caller's slots, really shared)."""
         start = self.offset - self.offset % mmap.ALLOCATIONGRANULARITY
-        fd = os.open(self.path, os.O_RDWR)
         try:
-            self.mm = mmap.mmap(fd, self.offset - start + self.size, mmap.MAP_SHARED,
-                                mmap.PROT_READ | mmap.PROT_WRITE, offset=start)
-        finally:
-            os.close(fd)
+            fd = os.open(self.path, os.O_RDWR)
+            try:
+                self.mm = mmap.mmap(fd, self.offset - start + self.size, mmap.MAP_SHARED,
+                                    mmap.PROT_READ | mmap.PROT_WRITE, offset=start)
+            finally:
+                os.close(fd)
+        except (OSError, ValueError, OverflowError) as e:
+            raise DriverError(REFUSED, "region %r: cannot map %d bytes at offset %d of %s: %s"
+                              % (self.label, self.size, self.offset, self.path, e))
         self._delta = self.offset - start
 
     def close(self):
