@@ -40,12 +40,11 @@ var _ SharedMemory = (*arena.Arena)(nil)
 // Canary is the byte a mirrored region's mapping (one the parent made for
 // memory that is not shared) holds in a slot while no live call may touch
 // it: at registration, once its call's access is ENDED, and over the whole
-// region once it is unregistered. (Shared memory is the caller's: the
-// parent never writes it, and a slot its lender released holds the arena's
-// Poison.) A driver that
-// reads such a slot late gets canary bytes (and publishes them, which the
-// store's content check then sees); one that writes it late changes its
-// checksum, which the next audit finds.
+// region once it is unregistered. A driver that reads such a slot late gets
+// canary bytes (and publishes them, which the store's content check then
+// sees); one that writes it late changes its checksum, which the next
+// audit finds. Shared memory is the caller's: the parent never writes it,
+// and a slot its lender released holds the arena's Poison instead.
 const Canary = 0xCA
 
 // window is one registered region's shared mapping, the child's view of
@@ -180,17 +179,19 @@ func (a *auditor) syncAll(w *window) {
 // auditShared audits slots (nil: all) of a window over shared memory: the
 // memory records every changed slot as its owner's write, and the changes
 // are noted as sync notes them.
-func (a *auditor) auditShared(w *window, slots []int) {
+func (a *auditor) auditShared(w *window, slots []int) bool {
 	if w.gone {
-		return
+		return false
 	}
-	for _, i := range w.sh.Audit(w.toucher, slots) {
+	found := w.sh.Audit(w.toucher, slots)
+	for _, i := range found {
 		o := w.owner[i]
 		if o.c != nil && o.row >= 0 && o.row < len(o.c.wrote) {
 			o.c.wrote[o.row] = true
 		}
 		a.note(w, i, o)
 	}
+	return len(found) > 0
 }
 
 // init sets every slot's checksum to the canary's.
@@ -209,8 +210,7 @@ func (a *auditor) init(w *window) {
 // shows. It reports whether the slot changed.
 func (a *auditor) sync(w *window, i int) bool {
 	if w.sh != nil {
-		a.auditShared(w, []int{i})
-		return false
+		return a.auditShared(w, []int{i})
 	}
 	if w.buf == nil {
 		return false
