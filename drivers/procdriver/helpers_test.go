@@ -96,7 +96,7 @@ func lent(sh *arena.Shared, label string, slots, slotBytes int, log bool) *arena
 	a := arena.New(label, slots, slotBytes, arena.Options{Log: log, Shared: sh})
 	if sh != nil {
 		if _, _, ok := a.SharedFile(); !ok {
-			panic(fmt.Sprintf("arena %s is not in shared memory: %v", label, sh.Err()))
+			panic(fmt.Sprintf("arena %s is not in shared memory: %v (repro: go test ./drivers/procdriver)", label, sh.Err()))
 		}
 	}
 	for i := range slots {

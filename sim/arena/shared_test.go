@@ -19,11 +19,11 @@ func foreign(t *testing.T, a *Arena, off int, p []byte) {
 	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v (repro: go test ./sim/arena -run '%s')", err, t.Name())
 	}
 	defer f.Close()
 	if _, err := f.WriteAt(p, base+int64(off)); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v (repro: go test ./sim/arena -run '%s')", err, t.Name())
 	}
 }
 
