@@ -18,6 +18,17 @@
 //
 // The arena is safe for concurrent use: real drivers touch it from their own
 // goroutines in the harness's real-time mode.
+//
+// # Shared memory
+//
+// An arena is Go heap memory unless Options.Shared places it in a
+// [Shared]: a file-backed MAP_SHARED mapping that a driver in another
+// process maps too (Arena.SharedFile), so that process moves the arena's
+// bytes themselves. Its touches bypass Read and Write, so the arena audits
+// instead: Arena.Audit finds the slots whose bytes changed behind its back
+// (by checksum, also checked before each Fill and Release) and records each
+// as a touch by the call and row the caller names, with the same checks and
+// hook (shared.go).
 package arena
 
 import (
