@@ -36,8 +36,10 @@ import (
 // back (every arena page-aligned), which another process maps by path and
 // offset (Arena.SharedFile). Close unmaps every file and removes the
 // directory; the arenas keep working after it, on a private copy of their
-// bytes in the Go heap, no longer shared or audited. Safe for concurrent
-// use.
+// bytes in the Go heap, no longer shared or audited; a Shared never closed
+// leaves its files behind until the machine's next boot (in /dev/shm). Safe
+// for concurrent use, except that Close must not race with placing an
+// arena.
 type Shared struct {
 	dir string
 
