@@ -65,7 +65,14 @@ type Harness struct {
 	// one run at a time: a driver that shares state between instances is
 	// never refused for a race the suite made.
 	Independent bool
-	_           struct{}
+	// SharedMemory says the driver maps region memory itself, from another
+	// process (a driver process, drivers/procdriver): every case run's
+	// arenas then live in a file-backed shared mapping (arena.Shared) that
+	// the process maps too, so its writes land in the very slots the
+	// suite's checks read, and the mapping is removed when the run ends.
+	// Without it arenas are Go heap memory.
+	SharedMemory bool
+	_            struct{}
 }
 
 // Registered is the harness of a driver the registry knows ("memory",

@@ -55,6 +55,8 @@ type world struct {
 	reactQueued atomic.Bool
 	touches     atomic.Int64
 
+	sh *arena.Shared // the arenas' memory (Harness.SharedMemory), or nil: Go heap
+
 	mu        sync.Mutex
 	arenas    []*arena.Arena
 	byHandle  map[drivers.Handle]*arena.Arena
@@ -112,6 +114,13 @@ func newWorld(c *certifier, g *group, cs *caseDef, seed uint64, directed bool) (
 		pubOpen: map[string]int{}, fetchOpen: map[string]int{}, tainted: map[string]bool{}, objects: map[string][]byte{}, absent: map[string]bool{}, unknown: map[string]bool{},
 		pc: NewPairCounter(), stepCap: caseSteps,
 	}
+	if c.h.SharedMemory {
+		sh, err := arena.NewShared("")
+		if err != nil {
+			return nil, fmt.Errorf("drivertest: shared region memory: %w", err)
+		}
+		w.sh = sh
+	}
 	if c.h.RealTime {
 		w.rtr = realtime.New(seed)
 		w.rt = w.rtr
@@ -137,6 +146,7 @@ func newWorld(c *certifier, g *group, cs *caseDef, seed uint64, directed bool) (
 		if w.rtr != nil {
 			w.rtr.Close()
 		}
+		w.closeShared()
 		var ee *engine.EndpointError
 		if errors.As(err, &ee) {
 			err = ee.Err
@@ -226,7 +236,19 @@ func (w *world) chance(p float64, dflt bool) bool {
 // arena makes region memory: every slot lent (so a touch of it is legal
 // until the case releases it), every touch logged for the memory oracle.
 func (w *world) arena(label string, slots, slotBytes int) *arena.Arena {
-	a := arena.New(label, slots, slotBytes, arena.Options{Clock: w.rt, OnTouch: w.onTouch})
+	a := arena.New(label, slots, slotBytes, arena.Options{Clock: w.rt, OnTouch: w.onTouch, Shared: w.sh})
+	if w.sh != nil {
+		if _, _, ok := a.SharedFile(); !ok {
+			// Once per certification: the driver mirrors the memory (copies
+			// it at fixed points) instead of moving the suite's own bytes.
+			gap := fmt.Sprintf("region memory could not be shared with the driver, which mirrors it instead: %v", w.sh.Err())
+			w.mu.Lock()
+			if !slices.Contains(w.c.gaps, gap) && !slices.Contains(w.gaps, gap) {
+				w.gaps = append(w.gaps, gap)
+			}
+			w.mu.Unlock()
+		}
+	}
 	for i := range slots {
 		a.Lend(i, 1)
 	}
@@ -509,6 +531,7 @@ func (w *world) finish() (out []rules.Violation) {
 		if w.rtr != nil {
 			w.rtr.Close()
 		}
+		w.closeShared()
 	}()
 	w.mu.Lock()
 	w.onEnded, w.onReact, w.draining = nil, nil, false
@@ -559,4 +582,15 @@ func (w *world) finish() (out []rules.Violation) {
 		out = append(out, v)
 	}
 	return w.inCausalOrder(out) // the first cause first
+}
+
+// closeShared removes the run's shared region memory (the arenas keep a
+// private copy of their bytes for the report).
+func (w *world) closeShared() {
+	if w.sh == nil {
+		return
+	}
+	if err := w.sh.Close(); err != nil {
+		w.gaps = append(w.gaps, fmt.Sprintf("case %s/%s seed %d: %v", w.g.rule, w.cs.name, w.seed, err))
+	}
 }

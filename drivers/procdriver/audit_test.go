@@ -28,9 +28,9 @@ func roundTrip(t *testing.T, d procdriver.Process, hs, hd drivers.Handle, key st
 	return f
 }
 
-func pair(t *testing.T, d procdriver.Process) (src, dst *arena.Arena, hs, hd drivers.Handle) {
+func pair(t *testing.T, d procdriver.Process, sh *arena.Shared) (src, dst *arena.Arena, hs, hd drivers.Handle) {
 	t.Helper()
-	src, dst = lent("src", 4, 64, true), lent("dst", 4, 64, true)
+	src, dst = lent(sh, "src", 4, 64, true), lent(sh, "dst", 4, 64, true)
 	var err error
 	if hs, err = d.Register(src.Region()); err != nil {
 		t.Fatalf("register: %v %s", err, repro(t))
@@ -53,6 +53,17 @@ func finding(t *testing.T, fs []rules.Violation, rule rules.ID) rules.Violation 
 	return rules.Violation{}
 }
 
+// readsBy are the arena's reads by call id.
+func readsBy(a *arena.Arena, id drivers.CallID) []arena.Touch {
+	var out []arena.Touch
+	for _, tc := range a.Touches() {
+		if tc.Op == arena.Read && tc.By.Call == id {
+			out = append(out, tc)
+		}
+	}
+	return out
+}
+
 // writesBy are the arena's writes by call id.
 func writesBy(a *arena.Arena, id drivers.CallID) []arena.Touch {
 	var out []arena.Touch
@@ -64,14 +75,29 @@ func writesBy(a *arena.Arena, id drivers.CallID) []arena.Touch {
 	return out
 }
 
+// inModes runs body once per memory mode (shared, mirrored) as subtests.
+func inModes(t *testing.T, body func(t *testing.T, sh *arena.Shared, mode string)) {
+	for _, m := range memModes {
+		t.Run(m.name, func(t *testing.T) { body(t, m.sh(t), m.name) })
+	}
+}
+
 // TestAuditReferenceClean: the reference driver's writes reach the
 // caller's memory as writes of the right call and row, and the audit finds
-// nothing — also for an object whose bytes equal the canary (no change of
-// the mapping to see: it is written when the row is reported OK).
-func TestAuditReferenceClean(t *testing.T) {
+// nothing — also for an object whose bytes equal what the process's view
+// of the slot held (no change to see: the write is recorded when the row
+// is reported OK): the canary of a mirrored slot, the caller's own bytes of
+// a shared one.
+func TestAuditReferenceClean(t *testing.T) { inModes(t, auditReferenceClean) }
+
+func auditReferenceClean(t *testing.T, sh *arena.Shared, mode string) {
 	d := start(t, refCmd(t, "--latency-ms", "0"), nil)
-	src, dst, hs, hd := pair(t, d)
-	for i, content := range [][]byte{bytes.Repeat([]byte{1, 2, 3, 4}, 16), bytes.Repeat([]byte{procdriver.Canary}, 64)} {
+	src, dst, hs, hd := pair(t, d, sh)
+	same := bytes.Repeat([]byte{procdriver.Canary}, 64)
+	if mode == "shared" {
+		same = dst.Peek(1)
+	}
+	for i, content := range [][]byte{bytes.Repeat([]byte{1, 2, 3, 4}, 16), same} {
 		src.Fill(0, content)
 		f := roundTrip(t, d, hs, hd, string(rune('a'+i)), i)
 		if got := dst.Peek(i); !bytes.Equal(got, content) || f.Results()[0] != drivers.OK {
@@ -79,6 +105,11 @@ func TestAuditReferenceClean(t *testing.T) {
 		}
 		if w := writesBy(dst, f.ID()); len(w) != 1 || w[0].Slot != i || w[0].By.Row != 0 {
 			t.Errorf("fetch %d: writes %v, want one write of slot %d by call %d row 0 %s", i, w, i, f.ID(), repro(t))
+		}
+		// Zero copy: the parent reads no PUBLISH slot of shared memory (a
+		// mirrored one it reads once, to fill the mapping).
+		if reads := readsBy(src, f.ID()-1); (mode == "shared") != (len(reads) == 0) {
+			t.Errorf("publish %d: reads of its slot %v in mode %s %s", i, reads, mode, repro(t))
 		}
 	}
 	shutdown(t, d)
@@ -91,9 +122,11 @@ func TestAuditReferenceClean(t *testing.T) {
 // ENDED lands in the caller's memory (the late write really lands), as the
 // call's and row's own write, after ENDED — what the memory oracle judges
 // D-ACCESS-END — and the driver's own audit names it.
-func TestAuditLateWrite(t *testing.T) {
+func TestAuditLateWrite(t *testing.T) { inModes(t, auditLateWrite) }
+
+func auditLateWrite(t *testing.T, sh *arena.Shared, mode string) {
 	d := start(t, brokenCmd(t, "LateWriteAfterEnded", "--latency-ms", "0"), nil)
-	src, dst, hs, hd := pair(t, d)
+	src, dst, hs, hd := pair(t, d, sh)
 	src.Fill(0, bytes.Repeat([]byte{9}, 64))
 	f := roundTrip(t, d, hs, hd, "k", 2)
 	d.Drain() // the next request: the late write happens
@@ -111,9 +144,11 @@ func TestAuditLateWrite(t *testing.T) {
 }
 
 // TestAuditMissTouched: a write into the slot of a FETCH row reported MISS.
-func TestAuditMissTouched(t *testing.T) {
+func TestAuditMissTouched(t *testing.T) { inModes(t, auditMissTouched) }
+
+func auditMissTouched(t *testing.T, sh *arena.Shared, mode string) {
 	d := start(t, brokenCmd(t, "TouchesOnMiss", "--latency-ms", "0"), nil)
-	_, dst, _, hd := pair(t, d)
+	_, dst, _, hd := pair(t, d, sh)
 	s := newSignal()
 	f, err := d.Submit(drivers.RowBatch{Dir: drivers.Fetch, Rows: []drivers.Row{{Key: "absent", Handle: hd, Slot: 1}}}, s.fire)
 	if err != nil {
@@ -133,9 +168,11 @@ func TestAuditMissTouched(t *testing.T) {
 // TestAuditAfterUnregister: a write into a region after it was
 // unregistered reaches the caller's memory as a touch of an unregistered
 // region (the arena's S-NO-LATE-ACCESS) and the audit names it.
-func TestAuditAfterUnregister(t *testing.T) {
+func TestAuditAfterUnregister(t *testing.T) { inModes(t, auditAfterUnregister) }
+
+func auditAfterUnregister(t *testing.T, sh *arena.Shared, mode string) {
 	d := start(t, brokenCmd(t, "WritesAfterUnregister", "--latency-ms", "0"), nil)
-	src, dst, hs, hd := pair(t, d)
+	src, dst, hs, hd := pair(t, d, sh)
 	src.Fill(0, bytes.Repeat([]byte{5}, 64))
 	f := roundTrip(t, d, hs, hd, "k", 3)
 	if err := d.Unregister(hd); err != nil {
@@ -154,5 +191,58 @@ func TestAuditAfterUnregister(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the arena saw no touch of its unregistered region: %v %s", dst.Violations(), repro(t))
+	}
+}
+
+// TestAuditLateWriteReleased: in shared memory a late write lands in the
+// caller's slot itself, before or after its lender released it (Release
+// poisons the slot, so a write just before it would vanish): a write
+// before the release is found by the release's own check, as the call's
+// write while the slot was still lent; one after it, by the next audit, as
+// a touch of a slot at the lender (the arena's S-NO-LATE-ACCESS). Both are
+// the driver's D-ACCESS-END, naming the call and row.
+func TestAuditLateWriteReleased(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		releaseLate bool // Release after the late write
+		state       arena.SlotState
+		slot        []byte
+	}{
+		{"write then release", true, arena.Lent, bytes.Repeat([]byte{0xEE}, 64)},
+		{"release then write", false, arena.AtLender, bytes.Repeat([]byte{0xEE}, 64)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := start(t, brokenCmd(t, "LateWriteAfterEnded", "--latency-ms", "0"), nil)
+			src, dst, hs, hd := pair(t, d, shared(t))
+			src.Fill(0, bytes.Repeat([]byte{9}, 64))
+			f := roundTrip(t, d, hs, hd, "k", 2)
+			if !tc.releaseLate {
+				dst.Release(2)
+			}
+			d.Drain() // the next request: the late write lands before the answer
+			if tc.releaseLate {
+				dst.Release(2)
+			}
+			shutdown(t, d)
+			v := finding(t, d.Findings(), rules.DAccessEnd)
+			if v.Call != uint64(f.ID()) || v.Row != 0 || v.Key != "k" || v.Region != "dst" {
+				t.Errorf("finding %v: want call %d row 0 key k region dst %s", v, f.ID(), repro(t))
+			}
+			w := writesBy(dst, f.ID())
+			// (It writes again at shutdown: a poisoned slot then changes once more.)
+			if len(w) < 2 || !w[1].Audited || w[1].State != tc.state || w[1].Slot != 2 || w[1].By.Row != 0 {
+				t.Fatalf("writes by the fetch: %v, want its transfer, then its late write of slot 2 in state %s %s", w, tc.state, repro(t))
+			}
+			late := false
+			for _, av := range dst.Violations() {
+				late = late || (av.Rule == rules.SNoLateAccess && av.Touch.By.Call == f.ID())
+			}
+			if tc.state == arena.AtLender && !late {
+				t.Errorf("the arena's violations %v: want S-NO-LATE-ACCESS by call %d %s", dst.Violations(), f.ID(), repro(t))
+			}
+			if got := dst.Peek(2); !bytes.Equal(got, tc.slot) {
+				t.Errorf("slot 2 holds %x, want %x %s", got[:8], tc.slot[:8], repro(t))
+			}
+		})
 	}
 }

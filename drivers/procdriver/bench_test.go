@@ -7,6 +7,7 @@ import (
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/memdriver"
+	"github.com/storesim/storesim/sim/arena"
 	"github.com/storesim/storesim/sim/realtime"
 )
 
@@ -16,9 +17,12 @@ import (
 // through their callbacks — on the Go memory driver on the real-time
 // runtime (memdriver, no faults, 1 ns steps: its own cost only) and on the
 // Python reference driver behind the protocol (python/reference_driver.py
-// --latency-ms 0: JSON lines both ways, the shared mappings, the audit of
-// every mapping at every notification, Python's own cost). rows/s is 32
-// rows per iteration; the ratio of the two is the overhead.
+// --latency-ms 0: JSON lines both ways, the region memory shared with the
+// process, the audit of every region at every notification, Python's own
+// cost), and on the same Python driver over Go heap memory the driver
+// mirrors into mappings of its own (python-mirrored: what sharing the
+// caller's memory saves). rows/s is 32 rows per iteration; the ratio of
+// the Python and Go figures is the overhead.
 //
 //	go test -bench RowsPerSecond -run '^$' ./drivers/procdriver
 func BenchmarkRowsPerSecond(b *testing.B) {
@@ -30,19 +34,29 @@ func BenchmarkRowsPerSecond(b *testing.B) {
 			caps := memdriver.DefaultCaps
 			caps.MaxRowsPerOp = 16
 			d := memdriver.New(rt, store, memdriver.Config{Caps: caps, StepDelay: time.Nanosecond})
-			benchPairs(b, d, slot)
+			benchPairs(b, d, nil, slot)
 			shutdown(b, d)
 		})
-		b.Run(fmt.Sprintf("python/slot=%d", slot), func(b *testing.B) {
-			d := start(b, refCmd(b, "--latency-ms", "0", "--max-rows", "16"), nil)
-			benchPairs(b, d, slot)
-			shutdown(b, d)
-		})
+		// python: the region memory is the caller's, shared (arena.Shared:
+		// nothing is copied); python-mirrored: Go heap memory, which the
+		// driver mirrors into mappings of its own (protocol 1's only way:
+		// every PUBLISH slot copied out, every changed slot copied back).
+		for _, m := range memModes {
+			name := "python"
+			if m.name != "shared" {
+				name += "-" + m.name
+			}
+			b.Run(fmt.Sprintf("%s/slot=%d", name, slot), func(b *testing.B) {
+				d := start(b, refCmd(b, "--latency-ms", "0", "--max-rows", "16"), nil)
+				benchPairs(b, d, m.sh(b), slot)
+				shutdown(b, d)
+			})
+		}
 	}
 }
 
-func benchPairs(b *testing.B, d drivers.Driver, slot int) {
-	src, dst := lent("src", 16, slot, false), lent("dst", 16, slot, false)
+func benchPairs(b *testing.B, d drivers.Driver, sh *arena.Shared, slot int) {
+	src, dst := lent(sh, "src", 16, slot, false), lent(sh, "dst", 16, slot, false)
 	hs, err := d.Register(src.Region())
 	if err != nil {
 		b.Fatalf("register: %v %s", err, repro(b))

@@ -15,42 +15,56 @@
 //
 // # Memory
 //
-// Every registered region gets a shared mapping: a file (in /dev/shm when
-// it can) that both processes map read-write, slot i at offset
-// i×SlotBytes. The process reads and writes it directly, whenever it
-// likes: a late write lands in it at the moment the process makes it.
+// Every registered region has a shared mapping, which the process maps
+// read-write and reads and writes directly, whenever it likes: a late
+// write lands in it at the moment the process makes it. Which file that is
+// depends on the caller's memory:
 //
-// The caller's memory is a drivers.Memory, an interface whose every touch
-// names a call and a row (the suite's and the run's memory, sim/arena, is
-// Go heap memory behind it), which another process cannot map. So the
-// parent keeps the mapping and the caller's memory in step, at fixed
+// Shared: memory that already lives in a file-backed shared mapping — a
+// SharedMemory, such as an arena placed in an arena.Shared, which is what
+// the conformance suite registers with a driver process
+// (drivertest.Harness.SharedMemory, set by package proctest) — is mapped
+// by the process itself, at its offset in the file: the process moves the
+// caller's bytes, and nothing is copied, neither the PUBLISH slots out nor
+// the fetched objects back.
+//
+// Mirrored: any other drivers.Memory (Go heap memory, drivers.Bytes),
+// which another process cannot map, gets a file of the parent's (in
+// /dev/shm when it can), and the parent keeps the two in step at fixed
 // points, the way a DMA engine's writes reach a host's memory: once the
 // process accepted a PUBLISH it fills the rows' slots from the caller's
-// memory, before it sends start; and at every change notification (before
-// the state it carries is applied), at every submit (for its slots), at
-// every unregister and when the process has exited, it audits every slot of
-// every mapping against a checksum (hash/maphash). A slot whose bytes
-// changed is written into the caller's memory as a write by the call and
-// row that last named the slot. So what the process wrote reaches the
-// caller's memory before the result that reports it (D-CB-1), and a write
-// it had no right to make reaches it too, as the touch of the guilty call
-// and row — where the arena (S-NO-LATE-ACCESS at the touch) and the memory
-// oracle (D-ACCESS-END, D-STATUS, D-SUB-6) judge it exactly as they judge
-// an in-process driver's touch. The findings are reported through those
-// existing hooks; Driver.Findings lists the same for a caller without
-// oracles.
+// memory, before it sends start; every slot an audit finds changed is
+// written into the caller's memory.
 //
-// While no live call may touch a slot, its mapping holds Canary bytes (at
-// registration, once the slot's call reported access ENDED, and over the
-// whole region once it is unregistered): a late write changes the
-// checksum; a late read of a PUBLISH slot returns canary bytes, which the
-// store then holds and a later FETCH shows (S-LIN). What an audit cannot
-// see: a read as such; a write that leaves the bytes as they were; and a
-// write the process made after a notification line but before the parent
-// read the line, which counts as made before it (in the caller's timeline
-// it was: the caller had not yet seen the state). A FETCH row reported OK
-// whose bytes no audit saw change (the object equals what the slot held)
-// is written into the caller's memory when the row becomes OK.
+// Either way the parent cannot see each touch, so it audits: at every
+// change notification (before the state it carries is applied), at every
+// submit (for its slots), at every unregister and when the process has
+// exited, it checks every slot of every mapping against a checksum
+// (hash/maphash). A slot whose bytes changed is recorded as a write by the
+// call and row that last named the slot — a SharedMemory records it itself
+// (SharedMemory.Audit) with the slot's state at that moment, and checks a
+// slot before each of the caller's own writes too (a Release poisons the
+// slot: a late write just before it is found then) — so what the process
+// wrote reaches the caller's memory before the result that reports it
+// (D-CB-1), and a write it had no right to make is the touch of the guilty
+// call and row, which the arena (S-NO-LATE-ACCESS) and the memory oracle
+// (D-ACCESS-END, D-STATUS, D-SUB-6) judge exactly as they judge an
+// in-process driver's touch. Driver.Findings lists the same for a caller
+// without oracles.
+//
+// In mirrored memory, while no live call may touch a slot its file holds
+// Canary bytes (at registration, once the slot's call reported access
+// ENDED, and over the whole region once it is unregistered); shared memory
+// is the caller's and is never overwritten by the parent (a released slot
+// holds the arena's poison). A late read of a PUBLISH slot returns those
+// bytes, which the store then holds and a later FETCH shows (S-LIN). What
+// an audit cannot see: a read as such; a write that leaves the bytes as
+// they were; and a write the process made after a notification line but
+// before the parent read the line, which counts as made before it (in the
+// caller's timeline it was: the caller had not yet seen the state). A
+// FETCH row reported OK whose bytes no audit saw change (the object equals
+// what the slot held) is recorded as the row's write when the row becomes
+// OK.
 //
 // # Incidents
 //

@@ -231,6 +231,8 @@ func New(cfg Config) (Process, error) {
 	var bad string
 	switch {
 	case err != nil:
+	case !*rep.OK && rep.Error != nil && rep.Error.Kind == "protocol":
+		bad = fmt.Sprintf("it speaks another protocol version (%s), and this storesim only protocol %d (docs/PROTOCOL.md, Versioning)", rep.Error.Message, Protocol)
 	case !*rep.OK:
 		bad = "hello answered an error: " + toError("hello", rep.Error).Error()
 	case rep.Protocol != Protocol:

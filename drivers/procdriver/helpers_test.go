@@ -89,9 +89,16 @@ func shutdown(t testing.TB, d drivers.Driver) []string {
 }
 
 // lent is an arena with every slot lent and the region registered in the
-// arena's eyes (the tests call the driver directly, without the monitor).
-func lent(label string, slots, slotBytes int, log bool) *arena.Arena {
-	a := arena.New(label, slots, slotBytes, arena.Options{Log: log})
+// arena's eyes (the tests call the driver directly, without the monitor),
+// in the shared memory sh (nil: Go heap memory, which the driver mirrors
+// into mappings of its own).
+func lent(sh *arena.Shared, label string, slots, slotBytes int, log bool) *arena.Arena {
+	a := arena.New(label, slots, slotBytes, arena.Options{Log: log, Shared: sh})
+	if sh != nil {
+		if _, _, ok := a.SharedFile(); !ok {
+			panic(fmt.Sprintf("arena %s is not in shared memory: %v (repro: go test ./drivers/procdriver)", label, sh.Err()))
+		}
+	}
 	for i := range slots {
 		a.Lend(i, 1)
 	}
@@ -159,4 +166,34 @@ func children() []string {
 		}
 	}
 	return out
+}
+
+// shared is shared memory for one test, closed (and checked gone) at its
+// end.
+func shared(t testing.TB) *arena.Shared {
+	t.Helper()
+	sh, err := arena.NewShared("")
+	if err != nil {
+		t.Fatalf("shared memory: %v %s", err, repro(t))
+	}
+	t.Cleanup(func() {
+		if err := sh.Close(); err != nil {
+			t.Errorf("close shared memory: %v %s", err, repro(t))
+		}
+		if _, err := os.Stat(sh.Dir()); !os.IsNotExist(err) {
+			t.Errorf("shared memory directory %s left behind (%v) %s", sh.Dir(), err, repro(t))
+		}
+	})
+	return sh
+}
+
+// memModes are the two ways a region reaches the process: the caller's
+// memory itself, shared (arena.Shared), and Go heap memory the driver
+// mirrors into a mapping of its own.
+var memModes = []struct {
+	name string
+	sh   func(t testing.TB) *arena.Shared
+}{
+	{"shared", shared},
+	{"mirrored", func(testing.TB) *arena.Shared { return nil }},
 }

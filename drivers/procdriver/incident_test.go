@@ -40,7 +40,7 @@ func TestIncidents(t *testing.T) {
 				t.Fatalf("start: %v %s", err, repro(t))
 			}
 			pid := d.PID()
-			a := lent("r0", 4, 32, false)
+			a := lent(shared(t), "r0", 4, 32, false)
 			h, err := d.Register(a.Region())
 			if err != nil {
 				t.Fatalf("register: %v %s", err, repro(t))
@@ -107,6 +107,9 @@ func TestStartFailures(t *testing.T) {
 		{"exits", []string{py, "-c", "import sys; sys.stderr.write('boom\\n'); sys.exit(7)"}, "exit status 7"},
 		{"garbage", []string{py, "-c", "print('hello there'); import sys; sys.stdin.read()"}, "not a protocol message"},
 		{"old protocol", []string{py, "-c", `import sys,json; sys.stdin.readline(); print(json.dumps({"id":1,"ok":True,"protocol":0,"caps":{"max_rows":1,"fetch":True}}), flush=True); sys.stdin.read()`}, "speaks protocol 0"},
+		// A Python client of protocol 1 (its adapter refuses hello, naming its version).
+		{"protocol 1 adapter", []string{py, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import storesim_driver.adapter as a; from storesim_driver.reference import MemoryDriver; a.PROTOCOL = 1; a.serve(MemoryDriver())", script("")},
+			"it speaks another protocol version (the parent speaks protocol 2, this adapter speaks protocol 1), and this storesim only protocol 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := procdriver.New(procdriver.Config{Command: tc.cmd})

@@ -50,6 +50,15 @@ func (d *Driver) register(rs []drivers.Region, op string) ([]drivers.Handle, err
 			wr.Base, wr.Length = uint64(base), r.Mem.Len()
 		}
 		if r.Mem != nil && r.SlotBytes > 0 && r.Slots > 0 {
+			if m, ok := r.Mem.(SharedMemory); ok && r.SlotBytes <= r.Mem.Len()/r.Slots {
+				if path, off, ok := m.SharedFile(); ok {
+					// The caller's memory is the mapping: nothing to make, nothing to copy.
+					wins[i] = sharedWindow(r, m, path, off)
+					wr.Path, wr.Offset, wr.Size = path, off, r.Slots*r.SlotBytes
+					wire[i] = wr
+					continue
+				}
+			}
 			if r.SlotBytes > d.cfg.MaxRegionBytes/r.Slots {
 				d.mu.Unlock()
 				unmap()
@@ -112,6 +121,7 @@ func (d *Driver) register(rs []drivers.Region, op string) ([]drivers.Handle, err
 		}
 		// A region without a handle (fewer handles than regions) stays
 		// mapped and audited: the process may have registered it anyway.
+		d.retireSharedLocked(w)
 		d.allWins = append(d.allWins, w)
 	}
 	d.mu.Unlock()
@@ -196,6 +206,24 @@ func (d *Driver) labelsOf(hs []drivers.Handle) []string {
 	return out
 }
 
+// retireSharedLocked: memory registered again (after its unregister, or
+// twice by a driver that should have refused it) is audited through its
+// newest window only, since an audit takes the changes it finds; the
+// windows share who last named each slot, so a late write by a call of the
+// old registration is still that call's.
+func (d *Driver) retireSharedLocked(w *window) {
+	if w.sh == nil {
+		return
+	}
+	d.allWins = slices.DeleteFunc(d.allWins, func(o *window) bool {
+		if o.sh != w.sh || len(o.owner) != len(w.owner) {
+			return false
+		}
+		w.owner = o.owner
+		return true
+	})
+}
+
 // closeWindows audits, canaries and retires the live windows of hs.
 func (d *Driver) closeWindows(hs map[drivers.Handle]bool) {
 	d.mu.Lock()
@@ -206,9 +234,7 @@ func (d *Driver) closeWindows(hs map[drivers.Handle]bool) {
 			continue
 		}
 		delete(d.windows, h)
-		for i := 0; i < w.slots; i++ {
-			d.aud.sync(w, i)
-		}
+		d.aud.syncAll(w)
 		w.closed = true
 		for i := 0; i < w.slots; i++ {
 			d.aud.canaryFill(w, i)

@@ -10,7 +10,10 @@ import (
 
 // Protocol is the version of the wire protocol this package speaks
 // (docs/PROTOCOL.md). The child must answer hello with the same number.
-const Protocol = 1
+//
+// Version 2: a region's mapping may be the caller's memory itself, at an
+// offset into the file (wireRegion.Offset), which version 1 did not have.
+const Protocol = 2
 
 // request is every message the parent writes on the child's stdin. Fields
 // that an op does not use are left out of the line (omitempty); a child
@@ -93,6 +96,7 @@ type wireRegion struct {
 	Base      uint64 `json:"base"`
 	Length    int    `json:"length"`
 	Path      string `json:"path"`
+	Offset    int64  `json:"offset"` // of slot 0 in path (protocol 2)
 	Size      int    `json:"size"`
 }
 

@@ -10,8 +10,9 @@ import (
 
 func TestSmoke(t *testing.T) {
 	d := start(t, refCmd(t, "--latency-ms", "0"), nil)
-	src := lent("src", 4, 64, true)
-	dst := lent("dst", 4, 64, true)
+	sh := shared(t)
+	src := lent(sh, "src", 4, 64, true)
+	dst := lent(sh, "dst", 4, 64, true)
 	hs, err := d.Register(src.Region())
 	if err != nil {
 		t.Fatal(err)

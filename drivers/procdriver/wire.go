@@ -270,9 +270,7 @@ func (d *Driver) noteLimit(rows int) int {
 // auditAllLocked audits every slot of every mapped window.
 func (d *Driver) auditAllLocked() {
 	for _, w := range d.allWins {
-		for i := 0; i < w.slots; i++ {
-			d.aud.sync(w, i)
-		}
+		d.aud.syncAll(w)
 	}
 }
 

@@ -57,6 +57,9 @@ type EndpointOptions struct {
 	Observers []monitor.Observer
 	// OnTouch sees every touch of the endpoint's memory, after the recorder.
 	OnTouch func(arena.Touch)
+	// Shared, when set, places the lender's arenas in that shared memory
+	// (arena.Options.Shared): a driver process maps them itself.
+	Shared *arena.Shared
 	// Memory is the lender's regions. Without any, the endpoint has no
 	// lender and no backend: the caller drives the monitored driver itself
 	// (the conformance suite) and adds its memory with AddArena.
@@ -158,7 +161,7 @@ func NewEndpoint(o EndpointOptions) (*Endpoint, error) {
 		if o.OnTouch != nil {
 			onTouch = func(t arena.Touch) { ep.Recorder.OnTouch(t); o.OnTouch(t) }
 		}
-		l, err := lender.NewWithArenas(arena.Options{Clock: o.RT, OnTouch: onTouch}, o.Memory...)
+		l, err := lender.NewWithArenas(arena.Options{Clock: o.RT, OnTouch: onTouch, Shared: o.Shared}, o.Memory...)
 		if err != nil {
 			return nil, &EndpointError{ErrMemory, err}
 		}

@@ -100,7 +100,12 @@ type RealDriver struct {
 	// attempts delivered, 373 ops refused for lack of room) and little is
 	// checked. 1 is still allowed: it is the most concurrent.
 	Stretch float64
-	_       struct{}
+	// SharedMemory says the driver maps region memory itself, from another
+	// process (a driver process, drivers/procdriver): the run's arenas then
+	// live in a file-backed shared mapping (arena.Shared), removed when the
+	// run ends, so the process moves the lender's bytes themselves.
+	SharedMemory bool
+	_            struct{}
 }
 
 func (rd RealDriver) withDefaults() RealDriver {
@@ -138,6 +143,13 @@ func RunReal(log *workload.Log, cfg Config, rd RealDriver) *Result {
 	r.rt = rt
 	rr := &realRun{run: r, rt: rt, rd: rd, done: make(chan struct{})}
 	var err error
+	if rd.SharedMemory {
+		if rr.sh, err = arena.NewShared(""); err != nil {
+			rt.Close()
+			r.res.Verdict, r.res.Err = HarnessError, fmt.Errorf("real time: %w", err)
+			return r.res
+		}
+	}
 	rt.Do(func() { err = rr.setup() })
 	if err != nil {
 		rr.stop()
@@ -176,6 +188,7 @@ type realRun struct {
 	*run
 	rt *realtime.Runtime
 	rd RealDriver
+	sh *arena.Shared // the arenas' memory (RealDriver.SharedMemory), or nil
 
 	eps      []*realEndpoint
 	issued   int
@@ -242,7 +255,7 @@ func (rr *realRun) endpoint(spec workload.Endpoint) (*realEndpoint, error) {
 	}
 	e := &realEndpoint{}
 	o := rr.endpointOptions(spec)
-	o.New, o.RT, o.OnTouch = rr.rd.New, rr.rt, e.onTouch
+	o.New, o.RT, o.OnTouch, o.Shared = rr.rd.New, rr.rt, e.onTouch, rr.sh
 	o.Recorder = model.RecorderOptions{Sequence: &rr.seq}
 	o.Monitor = monitor.Options{LockProbe: realprobe.LockProbe(0), CancelBound: realprobe.Stopwatch(0)}
 	o.Backend.DrainTimeout = rr.rd.DrainTimeout
@@ -469,6 +482,11 @@ func (rr *realRun) stop() {
 
 // cleanup runs RealDriver.Cleanup, bounded by Wait.
 func (rr *realRun) cleanup() {
+	if rr.sh != nil {
+		if err := rr.sh.Close(); err != nil { // every driver is down: the arenas keep a heap copy
+			rr.res.Err = errors.Join(rr.res.Err, fmt.Errorf("real time: %w", err))
+		}
+	}
 	if rr.rd.Cleanup == nil {
 		return
 	}

@@ -21,7 +21,9 @@ import os
 import sys
 import threading
 
-PROTOCOL = 1
+# Version 2: a region's slots start at "offset" in its shared file (the
+# caller's memory itself, so nothing is copied either way).
+PROTOCOL = 2
 
 # Row statuses and access states, as they are written on the wire.
 PENDING, OK, MISS, FAULT, NOT_ATTEMPTED = "pending", "ok", "miss", "fault", "not_attempted"
@@ -61,7 +63,10 @@ class DriverError(Exception):
 class Region:
     """A registered region: its geometry, the address range of the caller's
     memory (base, length: for overlap checks only) and the shared mapping of
-    its slot area (path, size)."""
+    its slot area: size bytes at offset in the file path. The mapping is the
+    caller's memory: a byte written there is in the caller's slot at once
+    (and a write after the call ENDED is a late write the caller's audit
+    finds)."""
 
     def __init__(self, msg):
         self.label = msg.get("label", "")
@@ -70,8 +75,10 @@ class Region:
         self.base = msg.get("base", 0)
         self.length = msg.get("length", 0)
         self.path = msg.get("path", "")
+        self.offset = msg.get("offset", 0)
         self.size = msg.get("size", 0)
         self.mm = None
+        self._delta = 0  # where slot 0 is in mm (mmap offsets are page-aligned)
 
     def geometry_error(self):
         """The D-GEOM check of one region, or None."""
@@ -84,7 +91,7 @@ class Region:
         if self.slot_bytes * self.slots > self.length:
             return "region %r: %d slots of %d bytes exceed its %d bytes of memory" % (
                 self.label, self.slots, self.slot_bytes, self.length)
-        if not self.path or self.size < self.slot_bytes * self.slots:
+        if not self.path or self.size < self.slot_bytes * self.slots or self.offset < 0:
             return "region %r: no shared mapping of its slot area" % self.label
         return None
 
@@ -94,11 +101,18 @@ class Region:
 
     def open(self):
         """Map the shared file (the caller's slots, really shared)."""
-        fd = os.open(self.path, os.O_RDWR)
+        start = self.offset - self.offset % mmap.ALLOCATIONGRANULARITY
         try:
-            self.mm = mmap.mmap(fd, self.size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-        finally:
-            os.close(fd)
+            fd = os.open(self.path, os.O_RDWR)
+            try:
+                self.mm = mmap.mmap(fd, self.offset - start + self.size, mmap.MAP_SHARED,
+                                    mmap.PROT_READ | mmap.PROT_WRITE, offset=start)
+            finally:
+                os.close(fd)
+        except (OSError, ValueError, OverflowError) as e:
+            raise DriverError(REFUSED, "region %r: cannot map %d bytes at offset %d of %s: %s"
+                              % (self.label, self.size, self.offset, self.path, e))
+        self._delta = self.offset - start
 
     def close(self):
         if self.mm is not None:
@@ -106,14 +120,14 @@ class Region:
             self.mm = None
 
     def read_slot(self, slot):
-        off = slot * self.slot_bytes
-        return bytes(self.mm[off:off + self.slot_bytes])
+        off = self._delta + slot * self.slot_bytes
+        return self.mm[off:off + self.slot_bytes]
 
     def write_slot(self, slot, data):
         """Write data at the start of slot (at most the slot's size)."""
         if len(data) > self.slot_bytes:
             raise ValueError("write past the end of the slot")
-        off = slot * self.slot_bytes
+        off = self._delta + slot * self.slot_bytes
         self.mm[off:off + len(data)] = data
 
 
@@ -292,7 +306,8 @@ class Adapter:
         try:
             if op == "hello":
                 if msg.get("protocol") != PROTOCOL:
-                    raise DriverError("protocol", "this adapter speaks protocol %d" % PROTOCOL)
+                    raise DriverError("protocol", "the parent speaks protocol %r, this adapter speaks protocol %d"
+                                      % (msg.get("protocol"), PROTOCOL))
                 caps = d.hello(msg.get("prefix", ""), msg.get("caps"), msg.get("scratch", ""))
                 self.answer(rid, protocol=PROTOCOL, driver=d.name, caps=caps, together=bool(d.together),
                             ops=list(d.ops))

@@ -16,9 +16,10 @@ from .reference import MemoryDriver
 
 
 class LateWriteAfterEnded(MemoryDriver):
-    """Reports a FETCH ENDED, then writes its slots again, late: the next
-    time a request arrives (the transfer's DMA lands after the driver said
-    it was over)."""
+    """Reports a FETCH ENDED, then writes its slots again, late: at each of
+    the next three requests (the transfer's DMA lands after the driver said
+    it was over). The mapping is the caller's memory: the write lands in the
+    caller's slot, released or not, and the caller's audit finds it there."""
 
     name = "broken:LateWriteAfterEnded"
 

@@ -168,9 +168,15 @@ class MemoryDriver(Driver):
         live = list(self.regions.values())
         for r in regions:
             self._check_new(r, live)
+        for i, r in enumerate(regions):
+            try:
+                r.open()
+            except DriverError:
+                for o in regions[:i]:
+                    o.close()
+                raise
         handles = []
         for r in regions:
-            r.open()
             self.next_handle += 1
             self.regions[self.next_handle] = r
             handles.append(self.next_handle)

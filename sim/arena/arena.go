@@ -18,6 +18,17 @@
 //
 // The arena is safe for concurrent use: real drivers touch it from their own
 // goroutines in the harness's real-time mode.
+//
+// # Shared memory
+//
+// An arena is Go heap memory unless Options.Shared places it in a
+// [Shared]: a file-backed MAP_SHARED mapping that a driver in another
+// process maps too (Arena.SharedFile), so that process moves the arena's
+// bytes themselves. Its touches bypass Read and Write, so the arena audits
+// instead: Arena.Audit finds the slots whose bytes changed behind its back
+// (by checksum, also checked before each Fill and Release) and records each
+// as a touch by the call and row the caller names, with the same checks and
+// hook (shared.go).
 package arena
 
 import (
@@ -76,11 +87,19 @@ type Touch struct {
 	State      SlotState
 	Owner      uint64 // the attempt the slot was lent to (when Lent)
 	Registered bool
+	// Audited: the touch was made directly in shared memory by another
+	// process and found by an audit (shared.go) at At: it happened at or
+	// before At, after the audit before.
+	Audited bool
 }
 
 func (t Touch) String() string {
-	return fmt.Sprintf("%v %s %s [%d,+%d) slot %d (%s) by call %d row %d",
+	s := fmt.Sprintf("%v %s %s [%d,+%d) slot %d (%s) by call %d row %d",
 		t.At, t.Region, t.Op, t.Off, t.N, t.Slot, t.State, t.By.Call, t.By.Row)
+	if t.Audited {
+		s += " (found in the shared mapping by the audit)"
+	}
+	return s
 }
 
 // Violation is a rule broken at a touch.
@@ -103,7 +122,12 @@ type Options struct {
 	// OnTouch, if set, sees every touch after the arena's own checks, outside
 	// the arena's lock.
 	OnTouch func(Touch)
-	_       struct{}
+	// Shared, when set, places the arena's bytes in that file-backed
+	// shared mapping instead of the Go heap, for a driver in another
+	// process to map (shared.go); if they cannot be placed there the arena
+	// is Go heap memory, and Shared.Err says why.
+	Shared *Shared
+	_      struct{}
 }
 
 // Arena is one region's simulated memory.
@@ -120,7 +144,8 @@ type Arena struct {
 	log        []Touch
 	violations []Violation
 	vseen      map[violationKey]bool
-	dropped    int // touches beyond MaxLog, violations beyond MaxViolations
+	dropped    int          // touches beyond MaxLog, violations beyond MaxViolations
+	sh         *sharedState // nil: Go heap memory (shared.go)
 }
 
 // The bounds of what an arena keeps, whatever a driver does: a driver
@@ -146,12 +171,18 @@ type violationKey struct {
 // New returns an arena of slots*slotBytes bytes, all slots at the lender,
 // not registered.
 func New(label string, slots, slotBytes int, opts Options) *Arena {
-	return &Arena{
+	a := &Arena{
 		label: label, slotBytes: slotBytes, opts: opts,
-		buf:   make([]byte, slots*slotBytes),
 		state: make([]SlotState, slots),
 		owner: make([]uint64, slots),
 	}
+	if opts.Shared != nil && slots*slotBytes > 0 {
+		a.placeShared(opts.Shared, slots*slotBytes)
+	}
+	if a.buf == nil {
+		a.buf = make([]byte, slots*slotBytes)
+	}
+	return a
 }
 
 // Region returns the drivers.Region over this arena.
@@ -212,6 +243,9 @@ func (a *Arena) touch(op Op, by drivers.Toucher, off int, p []byte) error {
 		copy(p, a.buf[off:])
 	} else {
 		copy(a.buf[off:], p)
+		if a.sh != nil {
+			a.ownedLocked(first, last)
+		}
 	}
 	if a.opts.Log {
 		if len(a.log) < MaxLog {
@@ -282,10 +316,16 @@ func (a *Arena) Lend(slot int, attempt uint64) {
 func (a *Arena) Release(slot int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.sh != nil {
+		a.checkLocked(slot)
+	}
 	a.state[slot], a.owner[slot] = AtLender, 0
 	b := a.buf[slot*a.slotBytes : (slot+1)*a.slotBytes]
 	for i := range b {
 		b[i] = Poison
+	}
+	if a.sh != nil {
+		a.ownedLocked(slot, slot)
 	}
 }
 
@@ -316,7 +356,13 @@ func (a *Arena) State(slot int) SlotState {
 func (a *Arena) Fill(slot int, content []byte) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.sh != nil {
+		a.checkLocked(slot)
+	}
 	copy(a.buf[slot*a.slotBytes:(slot+1)*a.slotBytes], content)
+	if a.sh != nil {
+		a.ownedLocked(slot, slot)
+	}
 }
 
 // Peek copies slot's bytes as the owner (no touch is recorded).

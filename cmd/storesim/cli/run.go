@@ -184,6 +184,7 @@ func (f *realFlags) rd(seed uint64) engine.RealDriver {
 		scratch, err := os.MkdirTemp("", "storesim-run-scratch-")
 		return engine.RealDriver{
 			Name: shellQuote(f.url), Stretch: f.stretch, Wait: f.wait,
+			SharedMemory: true, // the processes map the lender's arenas themselves
 			New: func(_ string, env registry.Env) (drivers.Driver, error) {
 				if err != nil {
 					return nil, err

@@ -42,6 +42,7 @@ func New(cfg procdriver.Config) *Rig { return &Rig{cfg: cfg} }
 func (r *Rig) Harness(name string) drivertest.Harness {
 	return drivertest.Harness{
 		Name: name, RealTime: true, ExternalStore: true,
+		SharedMemory: true, // the process maps the suite's arenas themselves
 		New: func(env drivertest.Env) (drivers.Driver, error) {
 			cfg := r.cfg
 			cfg.OnIncident = r.incident
