@@ -43,7 +43,11 @@ type call struct {
 	// abandoned: Shutdown stopped waiting; the worker writes nothing more
 	// and never signals.
 	abandoned bool
-	// noProof: the worker panicked; its access stays UNPROVABLE for good.
+	// copied: a PUBLISH worker has made its last touch of the rows (the
+	// slot copies); from here on ENDED is proven whatever happens.
+	copied bool
+	// noProof: the worker panicked before it was done with the memory; its
+	// access stays UNPROVABLE for good.
 	noProof bool
 	// cbRunning counts this call's callbacks in flight.
 	cbRunning int
@@ -154,8 +158,8 @@ func (c *call) work() (panicked bool) {
 // here, so nothing can touch the rows again: ENDED is proven (also
 // UNPROVABLE → ENDED for a call that expired or that Shutdown abandoned, on
 // this new evidence). After a panic we do not claim proof: the worker left
-// a path we did not plan, so access stays UNPROVABLE (or ENDED if it had
-// ended before the panic, as a PUBLISH's does after its copy).
+// a path we did not plan, so access stays UNPROVABLE — unless the panic
+// came after a PUBLISH's last touch (its copies), which it cannot undo.
 func (c *call) finish(panicked bool) {
 	if c.timer != nil {
 		c.timer.Stop()
@@ -165,7 +169,7 @@ func (c *call) finish(panicked bool) {
 	for i := range c.results {
 		c.reportLocked(i, drivers.Fault) // a panic left rows without result
 	}
-	if panicked {
+	if panicked && !c.copied {
 		c.noProof = true
 		if c.access == drivers.AccessPending {
 			c.access = drivers.AccessUnprovable
@@ -202,7 +206,7 @@ func (c *call) expire() {
 	c.expired = true
 	changed := c.giveUpLocked()
 	if c.access == drivers.AccessPending {
-		c.access = drivers.AccessUnprovable
+		c.access = c.stopAccessLocked()
 		changed = true
 	}
 	c.stop()
@@ -254,9 +258,19 @@ func (c *call) abandon() {
 	c.settled = true
 	c.giveUpLocked()
 	if c.access == drivers.AccessPending {
-		c.access = drivers.AccessUnprovable
+		c.access = c.stopAccessLocked()
 	}
 	c.stop()
+}
+
+// stopAccessLocked is a PENDING call's access once the driver stops
+// waiting for its worker: ENDED when the worker is past its last touch (a
+// PUBLISH that copied its slots), UNPROVABLE otherwise.
+func (c *call) stopAccessLocked() drivers.Access {
+	if c.copied && !c.noProof {
+		return drivers.AccessEnded
+	}
+	return drivers.AccessUnprovable
 }
 
 // publish copies every slot, then writes one object per row, in row order,
@@ -282,17 +296,17 @@ func (c *call) publish() {
 		vals[i] = buf // private, never written again: the client may hold it
 	}
 
-	// The memory access of a PUBLISH ends here. The objects are the
-	// private copies above; the blob client never sees the registered
-	// memory, and this worker will not touch it again. So ENDED is proven
-	// now, before the store answers, and the owner may reuse the slots
-	// while the writes are in flight. A write whose Close fails is a FAULT
-	// row, never an OK one; it has no bearing on access, which no store
-	// answer can extend.
+	// The memory access of a PUBLISH ends here: the objects are the
+	// private copies above, the blob client never sees the registered
+	// memory, and this worker will not touch it again. ENDED is proven
+	// from now on, but reported only when the worker returns, with the
+	// rows' results (finish), or when the driver stops waiting for it
+	// (stopAccessLocked): a caller that waits for access evidence before
+	// it reads the results — the conformance suite's settle does — then
+	// sees them. A write whose Close fails is a FAULT row, never an OK
+	// one; it has no bearing on access.
 	d.mu.Lock()
-	if !c.noProof {
-		c.access = drivers.AccessEnded
-	}
+	c.copied = true
 	d.mu.Unlock()
 
 	for i := range c.rows {

@@ -91,9 +91,14 @@
 // The call's worker does every touch of registered memory itself, through
 // Region.Mem: the blob client only ever sees private copies. So once the
 // worker has made its last touch, nothing can touch the call's rows again,
-// and that is the evidence for ENDED. A PUBLISH ends access right after it
-// copied its slots, before the first write; a FETCH when the worker
-// returns, after its last slot write. A store error in the middle of a
+// and that is the evidence for ENDED. A PUBLISH's last touch is the copy of
+// its slots, before the first write; a FETCH's its last slot write. Both
+// report ENDED when the worker returns, with the rows' results: a PUBLISH
+// could claim it right after the copy, but a caller that waits for access
+// evidence and then reads the results (the conformance suite's settle
+// does) would find them still pending while an object store answers, and
+// take every publish for failed. When the driver stops waiting for a
+// PUBLISH that has copied (deadline, Shutdown), ENDED is what it reports. A store error in the middle of a
 // read reaches the worker before any slot was written, so its row is
 // FAULT and access still ends provably when the worker returns.
 //

@@ -640,3 +640,17 @@ func (d *Driver) callIDsLocked() []drivers.CallID {
 	slices.Sort(ids)
 	return ids
 }
+
+// Ping asks the store whether the bucket answers (Bucket.IsAccessible: one
+// listing of at most one object), within ctx. Its error starts with the
+// bucket's URL.
+func (d *Driver) Ping(ctx context.Context) error {
+	ok, err := d.bucket.IsAccessible(ctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s (%v)", d.cfg.URL, err)
+	case !ok:
+		return fmt.Errorf("%s (the bucket does not exist)", d.cfg.URL)
+	}
+	return nil
+}
