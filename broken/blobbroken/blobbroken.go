@@ -1,0 +1,334 @@
+// Package blobbroken holds the broken blob drivers, the object-store
+// analogues of SPEC §7's broken drivers: each is the real driver of
+// package drivers/blobdriver behind a wrapper with exactly one bug, so that
+// certification can show the conformance suite catches it on its rule, in
+// real time and against a real bucket (a directory, or S3 over loopback).
+// The bugs live here, as wrappers around the driver, its calls, its change
+// callbacks and the region memory it touches; drivers/blobdriver itself is
+// never broken on purpose.
+//
+// Like package broken/memcachedbroken, these run on the driver's own
+// goroutines and real I/O; the wrappers start no goroutine of their own.
+package blobbroken
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"gocloud.dev/blob"
+
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/blobdriver"
+)
+
+// Name names one broken blob driver.
+type Name string
+
+// The broken blob drivers, sorted.
+const (
+	// EndsBeforeWrite reports a FETCH call's access ENDED, and signals it,
+	// just before its first slot write — the write then lands in memory
+	// the owner may already have reused (D-ACCESS-END).
+	EndsBeforeWrite Name = "EndsBeforeWrite"
+	// MissAsFault reports an absent key (NotFound) as FAULT instead of
+	// MISS (D-MISS-HONEST).
+	MissAsFault Name = "MissAsFault"
+	// OverwritesOnPublish writes every OK PUBLISH row again without
+	// IfNotExist before it tells: a PUBLISH of a present key replaces the
+	// first writer's object, last writer wins (D-SUB-4).
+	OverwritesOnPublish Name = "OverwritesOnPublish"
+	// TornPublish makes a PUBLISH row's object visible before all its bytes
+	// are written: a non-atomic write puts the slot's first half and zeros
+	// under the key, leaves it there for a moment, and only then lets the
+	// driver write the whole object (D-SUB-5).
+	TornPublish Name = "TornPublish"
+)
+
+// ErrUnknown is returned for a name that is not a broken blob driver.
+var ErrUnknown = errors.New("unknown broken blob driver")
+
+// Rule is the SPEC id the driver breaks.
+func (n Name) Rule() string {
+	switch n {
+	case EndsBeforeWrite:
+		return "D-ACCESS-END"
+	case MissAsFault:
+		return "D-MISS-HONEST"
+	case OverwritesOnPublish:
+		return "D-SUB-4"
+	case TornPublish:
+		return "D-SUB-5"
+	}
+	return ""
+}
+
+// Names lists every broken blob driver, sorted.
+func Names() []Name {
+	return []Name{EndsBeforeWrite, MissAsFault, OverwritesOnPublish, TornPublish}
+}
+
+// lieSeenWait bounds how long a lying write waits for someone to read the
+// lie: long enough for a callback's reader on a loaded machine, short
+// enough that a driver nobody reads still finishes.
+const lieSeenWait = 2 * time.Second
+
+// tornFor is how long TornPublish leaves a torn object visible: a few
+// round trips of a reader that fetches while the PUBLISH is in flight.
+const tornFor = 100 * time.Millisecond
+
+// New opens the blob driver of cfg (blobdriver.New) and returns it as the
+// broken driver n.
+func New(n Name, cfg blobdriver.Config) (drivers.Driver, error) {
+	if !slices.Contains(Names(), n) {
+		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknown, n, strings.Join(names(), ", "))
+	}
+	d, err := blobdriver.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	w := &driver{Driver: d, name: n, calls: map[drivers.CallID]*call{}, read: map[drivers.Toucher][]byte{}}
+	w.cond = sync.NewCond(&w.mu)
+	return w, nil
+}
+
+func names() []string {
+	var out []string
+	for _, n := range Names() {
+		out = append(out, string(n))
+	}
+	return out
+}
+
+// driver is a broken blob driver: the real driver, embedded (its probes
+// and everything the bug leaves alone stay as they are), behind the bug.
+type driver struct {
+	*blobdriver.Driver
+	name Name
+
+	mu       sync.Mutex
+	cond     *sync.Cond // signalled when a call is registered
+	calls    map[drivers.CallID]*call
+	read     map[drivers.Toucher][]byte // OverwritesOnPublish: what each PUBLISH row read
+	shutting bool
+}
+
+// call is a call of a broken blob driver.
+type call struct {
+	drivers.Call // set once Submit returned (d.mu)
+	d            *driver
+	b            drivers.RowBatch
+	user         func()
+	lied         bool          // EndsBeforeWrite: ENDED claimed (d.mu)
+	seen         chan struct{} // closed once Access returned the lie
+	seenOnce     sync.Once
+	stored       bool // OverwritesOnPublish: the plain writes were sent (d.mu)
+}
+
+// inner is the real driver's call, waiting for Submit to return: the real
+// driver may call back (and touch memory) before it does.
+func (c *call) inner() drivers.Call {
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
+	for c.Call == nil {
+		c.d.cond.Wait()
+	}
+	return c.Call
+}
+
+// Results implements drivers.Call.
+func (c *call) Results() []drivers.Status {
+	res := c.inner().Results()
+	if c.d.name == MissAsFault && c.b.Dir == drivers.Fetch {
+		for i, s := range res {
+			if s == drivers.Miss {
+				res[i] = drivers.Fault // an absent key answered FAULT (D-MISS-HONEST)
+			}
+		}
+	}
+	return res
+}
+
+// Access implements drivers.Call: a lying call says ENDED for good.
+func (c *call) Access() drivers.Access {
+	in := c.inner()
+	c.d.mu.Lock()
+	lied := c.lied
+	c.d.mu.Unlock()
+	if lied {
+		c.seenOnce.Do(func() { close(c.seen) })
+		return drivers.AccessEnded
+	}
+	return in.Access()
+}
+
+// memory is region memory as the real driver touches it.
+type memory struct {
+	drivers.Memory
+	d *driver
+}
+
+// Read implements drivers.Memory: OverwritesOnPublish keeps a copy of what
+// a PUBLISH row read; TornPublish tears the row's object first.
+func (m *memory) Read(by drivers.Toucher, off int, p []byte) error {
+	err := m.Memory.Read(by, off, p)
+	if err != nil {
+		return err
+	}
+	switch m.d.name {
+	case OverwritesOnPublish:
+		m.d.mu.Lock()
+		m.d.read[by] = slices.Clone(p)
+		m.d.mu.Unlock()
+	case TornPublish:
+		m.d.tear(by, p)
+	}
+	return nil
+}
+
+// Write implements drivers.Memory: EndsBeforeWrite claims ENDED (and
+// signals it) before the call's first slot write, then waits until someone
+// read the claim, so that the write is seen to come after it.
+func (m *memory) Write(by drivers.Toucher, off int, p []byte) error {
+	if m.d.name == EndsBeforeWrite {
+		m.d.lie(by)
+	}
+	return m.Memory.Write(by, off, p)
+}
+
+// callOf waits for the call a worker's touch belongs to.
+func (d *driver) callOf(id drivers.CallID) *call {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for d.calls[id] == nil {
+		d.cond.Wait()
+	}
+	return d.calls[id]
+}
+
+func (d *driver) lie(by drivers.Toucher) {
+	c := d.callOf(by.Call)
+	d.mu.Lock()
+	first, shut := !c.lied, d.shutting
+	c.lied = true
+	d.mu.Unlock()
+	if !first || shut {
+		return
+	}
+	c.user()
+	t := time.NewTimer(lieSeenWait)
+	defer t.Stop()
+	select {
+	case <-c.seen:
+	case <-t.C:
+	}
+}
+
+// tear is TornPublish (D-SUB-5): before the worker has the slot's bytes,
+// an absent key gets an object of the slot's size holding only its first
+// half (zeros after), written without IfNotExist — a write that is not
+// atomic —, visible for tornFor; then it is deleted, so that the driver's
+// own write of the whole object goes through.
+func (d *driver) tear(by drivers.Toucher, p []byte) {
+	c := d.callOf(by.Call)
+	if c.b.Dir != drivers.Publish || by.Row >= len(c.b.Rows) {
+		return
+	}
+	d.mu.Lock()
+	shut := d.shutting
+	d.mu.Unlock()
+	if shut {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	key := d.ObjectKey(c.b.Rows[by.Row].Key)
+	if ok, err := d.Bucket().Exists(ctx, key); ok || err != nil {
+		return
+	}
+	torn := make([]byte, len(p))
+	copy(torn, p[:len(p)/2])
+	if d.Bucket().WriteAll(ctx, key, torn, nil) != nil {
+		return
+	}
+	time.Sleep(tornFor)
+	d.Bucket().Delete(ctx, key)
+}
+
+// Register implements drivers.Driver.
+func (d *driver) Register(r drivers.Region) (drivers.Handle, error) {
+	if r.Mem != nil && d.name != MissAsFault {
+		r.Mem = &memory{Memory: r.Mem, d: d}
+	}
+	return d.Driver.Register(r)
+}
+
+// Submit implements drivers.Driver.
+func (d *driver) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error) {
+	if onChange == nil {
+		onChange = func() {}
+	}
+	c := &call{d: d, b: drivers.RowBatch{Dir: b.Dir, Rows: slices.Clone(b.Rows)}, user: onChange, seen: make(chan struct{})}
+	cb := onChange
+	if d.name == OverwritesOnPublish && b.Dir == drivers.Publish {
+		cb = func() {
+			d.storeAgain(c)
+			onChange()
+		}
+	}
+	in, err := d.Driver.Submit(b, cb)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	c.Call = in
+	d.calls[in.ID()] = c
+	d.cond.Broadcast()
+	d.mu.Unlock()
+	return c, nil
+}
+
+// storeAgain is OverwritesOnPublish (D-SUB-4): once every row of a PUBLISH
+// has its result, every OK row is written again without IfNotExist,
+// replacing the object of a key the store already held, before the
+// callback tells.
+func (d *driver) storeAgain(c *call) {
+	in := c.inner()
+	res := in.Results()
+	if !in.Access().Evidenced() || slices.ContainsFunc(res, func(s drivers.Status) bool { return !s.Final() }) {
+		return
+	}
+	d.mu.Lock()
+	if c.stored || d.shutting {
+		d.mu.Unlock()
+		return
+	}
+	c.stored = true
+	vals := make([][]byte, len(res))
+	for i := range res {
+		by := drivers.Toucher{Call: in.ID(), Row: i}
+		vals[i] = d.read[by]
+		delete(d.read, by)
+	}
+	d.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i, st := range res {
+		if st != drivers.OK || vals[i] == nil {
+			continue
+		}
+		_ = d.Bucket().WriteAll(ctx, d.ObjectKey(c.b.Rows[i].Key), vals[i], &blob.WriterOptions{ContentType: "application/octet-stream"})
+	}
+}
+
+// Shutdown implements drivers.Driver.
+func (d *driver) Shutdown(ctx context.Context) []string {
+	d.mu.Lock()
+	d.shutting = true
+	d.mu.Unlock()
+	return d.Driver.Shutdown(ctx) // no callback runs after it returned
+}
