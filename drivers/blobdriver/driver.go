@@ -195,6 +195,8 @@ func New(cfg Config) (*Driver, error) {
 func ParseURL(raw string) (opened, dir string, err error) {
 	u, err := url.Parse(raw)
 	switch {
+	case raw == "":
+		return "", "", fmt.Errorf("%w: URL is empty (want file:///DIR or s3://BUCKET?…)", ErrConfig)
 	case err != nil:
 		return "", "", fmt.Errorf("%w: URL %q: %v", ErrConfig, raw, err)
 	case u.Scheme == "":
