@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"gocloud.dev/gcerrors"
-
 	"github.com/storesim/storesim/drivers"
 )
 
@@ -379,7 +377,7 @@ func (c *call) get(i int) ([]byte, drivers.Status) {
 	defer cancel()
 	r, err := d.bucket.NewReader(ctx, c.objects[i], nil)
 	if err != nil {
-		if gcerrors.Code(err) == gcerrors.NotFound {
+		if d.absent(err) {
 			return nil, drivers.Miss
 		}
 		return nil, drivers.Fault

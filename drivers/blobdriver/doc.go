@@ -72,7 +72,11 @@
 //   - Contains: the attributes of each key's object (Bucket.Attributes),
 //     one after the other. An object is present; NotFound is absent, the
 //     store's own answer; any other error is an error wrapping
-//     ErrLookupFailed, never "absent" (D-LOOK-2).
+//     ErrLookupFailed, never "absent" (D-LOOK-2). A file bucket whose
+//     directory is gone answers NotFound for every path: that is an outage,
+//     not an answer, so there NotFound counts as absent only while the
+//     directory exists. (S3 answers a HEAD of a missing bucket 404, like a
+//     missing key: a bucket deleted under the driver reads as empty.)
 //   - FETCH: one reader per row, in row order. NotFound is MISS and the
 //     slot is untouched (D-MISS-HONEST). An object whose size is not the
 //     slot's, or whose read fails or runs short or long, is FAULT and its

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -94,6 +95,9 @@ type Driver struct {
 	// lock shared between writers (see the package doc, "First writer
 	// wins"). nil for other stores, which decide IfNotExist themselves.
 	pubLock *sync.Mutex
+	// dir is a file bucket's directory ("" for other stores): a NotFound
+	// is "absent" only while it exists (absent).
+	dir string
 
 	shutMu sync.Mutex // serialises Shutdown calls
 
@@ -171,6 +175,7 @@ func New(cfg Config) (*Driver, error) {
 		calls:   map[drivers.CallID]*call{},
 	}
 	if dir != "" {
+		d.dir = dir
 		mu, _ := fileLocks.LoadOrStore(dir, new(sync.Mutex))
 		d.pubLock = mu.(*sync.Mutex)
 	}
@@ -414,10 +419,27 @@ func (d *Driver) exists(ctx context.Context, key string) (bool, error) {
 	switch {
 	case err == nil:
 		return true, nil
-	case gcerrors.Code(err) == gcerrors.NotFound:
+	case d.absent(err):
 		return false, nil
 	}
 	return false, err
+}
+
+// absent reports whether a store error means the object is not there: the
+// store said NotFound and, for a file bucket, its directory still exists —
+// a directory that was removed (or never mounted) makes every path ENOENT,
+// which is an outage, not an answer (D-MISS-HONEST, D-LOOK-2). S3's HEAD
+// answers 404 for a missing bucket as for a missing key, so there a deleted
+// bucket reads as empty.
+func (d *Driver) absent(err error) bool {
+	if gcerrors.Code(err) != gcerrors.NotFound {
+		return false
+	}
+	if d.dir != "" {
+		fi, serr := os.Stat(d.dir)
+		return serr == nil && fi.IsDir()
+	}
+	return true
 }
 
 // Submit implements drivers.Driver. The batch is validated before anything

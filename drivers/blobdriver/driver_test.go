@@ -188,19 +188,36 @@ func TestConcurrentPublishFirstWins(t *testing.T) {
 	})
 }
 
-// TestLookupErrorIsNotAbsent: a lookup the store cannot answer (the
-// prefix's directory replaced by a file: every path below it is ENOTDIR) is
-// an error wrapping ErrLookupFailed, never "absent" (D-LOOK-2); a FETCH is
-// FAULT, never MISS (D-MISS-HONEST).
+// TestLookupErrorIsNotAbsent: a lookup the store cannot answer is an error
+// wrapping ErrLookupFailed, never "absent" (D-LOOK-2), and a FETCH is
+// FAULT, never MISS (D-MISS-HONEST): the prefix's directory replaced by a
+// file (every path below it is ENOTDIR), or the bucket's directory removed
+// (every path is ENOENT, which fileblob calls NotFound — but the store did
+// not answer, it is gone).
 func TestLookupErrorIsNotAbsent(t *testing.T) {
-	dir := t.TempDir()
-	d := newDriver(t, "file://"+dir, blobdriver.Config{Prefix: "p/"})
-	breakDir(t, filepath.Join(dir, "p"))
-	if got, err := d.Contains(context.Background(), []string{"k"}); !errors.Is(err, drivers.ErrLookupFailed) {
-		t.Fatalf("Contains under a broken directory: %v, %v; want ErrLookupFailed %s", got, err, repro(t))
+	for _, tc := range []struct {
+		name    string
+		breakIt func(t *testing.T, bucket string)
+	}{
+		{"prefix-dir-is-a-file", func(t *testing.T, bucket string) { breakDir(t, filepath.Join(bucket, "p")) }},
+		{"bucket-dir-removed", func(t *testing.T, bucket string) {
+			if err := os.RemoveAll(bucket); err != nil {
+				t.Fatalf("remove: %v %s", err, repro(t))
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bucket := filepath.Join(t.TempDir(), "bucket")
+			os.Mkdir(bucket, 0o755)
+			d := newDriver(t, "file://"+bucket, blobdriver.Config{Prefix: "p/"})
+			tc.breakIt(t, bucket)
+			if got, err := d.Contains(context.Background(), []string{"k"}); !errors.Is(err, drivers.ErrLookupFailed) {
+				t.Fatalf("Contains: %v, %v; want ErrLookupFailed %s", got, err, repro(t))
+			}
+			_, h := register(t, d, "r", 2, 32)
+			wantStatuses(t, "FETCH", run(t, d, drivers.Fetch, rows(h, "k", "l")...).Results(), drivers.Fault, drivers.NotAttempted)
+		})
 	}
-	_, h := register(t, d, "r", 2, 32)
-	wantStatuses(t, "FETCH under a broken directory", run(t, d, drivers.Fetch, rows(h, "k", "l")...).Results(), drivers.Fault, drivers.NotAttempted)
 }
 
 // breakDir replaces directory p with a regular file, so that every create,
