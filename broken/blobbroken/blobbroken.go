@@ -42,6 +42,11 @@ const (
 	// IfNotExist before it tells: a PUBLISH of a present key replaces the
 	// first writer's object, last writer wins (D-SUB-4).
 	OverwritesOnPublish Name = "OverwritesOnPublish"
+	// ShortReadOK answers OK for a FETCH of an object whose size is not
+	// the slot's: the driver said FAULT, the wrapper reads the object
+	// itself, copies what fits into the slot and reports the row OK
+	// (D-STATUS).
+	ShortReadOK Name = "ShortReadOK"
 	// TornPublish makes a PUBLISH row's object visible before all its bytes
 	// are written: a non-atomic write puts the slot's first half and zeros
 	// under the key, leaves it there for a moment, and only then lets the
@@ -61,6 +66,8 @@ func (n Name) Rule() string {
 		return "D-MISS-HONEST"
 	case OverwritesOnPublish:
 		return "D-SUB-4"
+	case ShortReadOK:
+		return "D-STATUS"
 	case TornPublish:
 		return "D-SUB-5"
 	}
@@ -69,7 +76,7 @@ func (n Name) Rule() string {
 
 // Names lists every broken blob driver, sorted.
 func Names() []Name {
-	return []Name{EndsBeforeWrite, MissAsFault, OverwritesOnPublish, TornPublish}
+	return []Name{EndsBeforeWrite, MissAsFault, OverwritesOnPublish, ShortReadOK, TornPublish}
 }
 
 // lieSeenWait bounds how long a lying write waits for someone to read the
@@ -91,7 +98,7 @@ func New(n Name, cfg blobdriver.Config) (drivers.Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &driver{Driver: d, name: n, calls: map[drivers.CallID]*call{}, read: map[drivers.Toucher][]byte{}}
+	w := &driver{Driver: d, name: n, calls: map[drivers.CallID]*call{}, read: map[drivers.Toucher][]byte{}, regions: map[drivers.Handle]drivers.Region{}}
 	w.cond = sync.NewCond(&w.mu)
 	return w, nil
 }
@@ -113,7 +120,8 @@ type driver struct {
 	mu       sync.Mutex
 	cond     *sync.Cond // signalled when a call is registered
 	calls    map[drivers.CallID]*call
-	read     map[drivers.Toucher][]byte // OverwritesOnPublish: what each PUBLISH row read
+	read     map[drivers.Toucher][]byte        // OverwritesOnPublish: what each PUBLISH row read
+	regions  map[drivers.Handle]drivers.Region // ShortReadOK: the registered regions
 	shutting bool
 }
 
@@ -127,7 +135,14 @@ type call struct {
 	seen         chan struct{} // closed once Access returned the lie
 	seenOnce     sync.Once
 	stored       bool // OverwritesOnPublish: the plain writes were sent (d.mu)
+	// ShortReadOK: the wrapper has made its slot writes and fixed its
+	// answer (fixRes); until then the call shows PENDING (d.mu).
+	fixed  bool
+	fixRes []drivers.Status
 }
+
+// shortRead: the call is a ShortReadOK FETCH.
+func (c *call) shortRead() bool { return c.d.name == ShortReadOK && c.b.Dir == drivers.Fetch }
 
 // inner is the real driver's call, waiting for Submit to return: the real
 // driver may call back (and touch memory) before it does.
@@ -143,6 +158,19 @@ func (c *call) inner() drivers.Call {
 // Results implements drivers.Call.
 func (c *call) Results() []drivers.Status {
 	res := c.inner().Results()
+	if c.shortRead() {
+		c.d.mu.Lock()
+		defer c.d.mu.Unlock()
+		if c.fixed {
+			return slices.Clone(c.fixRes)
+		}
+		for i, s := range res {
+			if s == drivers.Fault {
+				res[i] = drivers.Pending // not told until the wrapper looked
+			}
+		}
+		return res
+	}
 	if c.d.name == MissAsFault && c.b.Dir == drivers.Fetch {
 		for i, s := range res {
 			if s == drivers.Miss {
@@ -163,7 +191,16 @@ func (c *call) Access() drivers.Access {
 		c.seenOnce.Do(func() { close(c.seen) })
 		return drivers.AccessEnded
 	}
-	return in.Access()
+	acc := in.Access()
+	if c.shortRead() {
+		c.d.mu.Lock()
+		fixed := c.fixed
+		c.d.mu.Unlock()
+		if !fixed {
+			return drivers.AccessPending // the wrapper may still write the slots
+		}
+	}
+	return acc
 }
 
 // memory is region memory as the real driver touches it.
@@ -261,10 +298,16 @@ func (d *driver) tear(by drivers.Toucher, p []byte) {
 
 // Register implements drivers.Driver.
 func (d *driver) Register(r drivers.Region) (drivers.Handle, error) {
-	if r.Mem != nil && d.name != MissAsFault {
+	if r.Mem != nil && d.name != MissAsFault && d.name != ShortReadOK {
 		r.Mem = &memory{Memory: r.Mem, d: d}
 	}
-	return d.Driver.Register(r)
+	h, err := d.Driver.Register(r)
+	if err == nil {
+		d.mu.Lock()
+		d.regions[h] = r
+		d.mu.Unlock()
+	}
+	return h, err
 }
 
 // Submit implements drivers.Driver.
@@ -274,9 +317,15 @@ func (d *driver) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, erro
 	}
 	c := &call{d: d, b: drivers.RowBatch{Dir: b.Dir, Rows: slices.Clone(b.Rows)}, user: onChange, seen: make(chan struct{})}
 	cb := onChange
-	if d.name == OverwritesOnPublish && b.Dir == drivers.Publish {
+	switch {
+	case d.name == OverwritesOnPublish && b.Dir == drivers.Publish:
 		cb = func() {
 			d.storeAgain(c)
+			onChange()
+		}
+	case c.shortRead():
+		cb = func() {
+			d.fixShort(c)
 			onChange()
 		}
 	}
@@ -325,10 +374,62 @@ func (d *driver) storeAgain(c *call) {
 	}
 }
 
+// fixShort is ShortReadOK (D-STATUS): once the real call is settled,
+// every FAULT row whose object has another size than the slot gets what
+// fits of the object written into its slot and is reported OK, before the
+// callback tells.
+func (d *driver) fixShort(c *call) {
+	in := c.inner()
+	res := in.Results()
+	acc := in.Access()
+	if !acc.Evidenced() || slices.ContainsFunc(res, func(s drivers.Status) bool { return !s.Final() }) {
+		return
+	}
+	d.mu.Lock()
+	if c.fixed {
+		d.mu.Unlock()
+		return
+	}
+	shut := d.shutting
+	d.mu.Unlock()
+	if acc == drivers.AccessEnded && !shut {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for i, st := range res {
+			row := c.b.Rows[i]
+			d.mu.Lock()
+			reg, ok := d.regions[row.Handle]
+			d.mu.Unlock()
+			if st != drivers.Fault || !ok {
+				continue
+			}
+			obj, err := d.Bucket().ReadAll(ctx, d.ObjectKey(row.Key))
+			if err != nil || len(obj) == reg.SlotBytes {
+				continue
+			}
+			n := min(len(obj), reg.SlotBytes)
+			if reg.Mem.Write(drivers.Toucher{Call: in.ID(), Row: i}, reg.SlotOffset(row.Slot), obj[:n]) == nil {
+				res[i] = drivers.OK // a size mismatch reported OK
+			}
+		}
+	}
+	d.mu.Lock()
+	c.fixRes, c.fixed = res, true
+	d.mu.Unlock()
+}
+
 // Shutdown implements drivers.Driver.
 func (d *driver) Shutdown(ctx context.Context) []string {
 	d.mu.Lock()
 	d.shutting = true
 	d.mu.Unlock()
-	return d.Driver.Shutdown(ctx) // no callback runs after it returned
+	labels := d.Driver.Shutdown(ctx) // no callback runs after it returned
+	d.mu.Lock()
+	for _, c := range d.calls {
+		if c.shortRead() && !c.fixed && c.Call != nil {
+			c.fixRes, c.fixed = c.Call.Results(), true
+		}
+	}
+	d.mu.Unlock()
+	return labels
 }

@@ -72,8 +72,8 @@ func TestBrokenCertify(t *testing.T) {
 				start := time.Now()
 				rep := drivertest.Certify(h, drivertest.Options{Short: true, Rules: []string{rule}})
 				rr, _ := rep.Rule(rule)
-				t.Logf("%s on %s: %s %s in %v, %d violation(s); first: %s", bug, be.name, rule, rr.Verdict,
-					time.Since(start).Round(time.Millisecond), rr.Found, strings.Join(rr.Violations[:min(1, len(rr.Violations))], ""))
+				t.Logf("%s on %s: %s %s in %v (failed %v), %d violation(s); first: %s", bug, be.name, rule, rr.Verdict,
+					time.Since(start).Round(time.Millisecond), rep.Failed(), rr.Found, strings.Join(rr.Violations[:min(1, len(rr.Violations))], ""))
 				if !slices.Contains(rep.Failed(), rule) {
 					t.Fatalf("broken blob driver %s on %s: want %s failed, got failed %v:\n%s%s", bug, be.name, rule, rep.Failed(), rep.Table(), repro(t))
 				}
