@@ -50,8 +50,10 @@
 //     decides atomically (AWS S3 since 2024; MinIO; the gofakes3 server of
 //     this package's tests, whose in-memory backend checks the condition
 //     under its lock, v1.2.0). Objects are at most MaxObjectBytes (4 MiB by
-//     default), below the transfer manager's 8 MiB part size, so every
-//     object is one PutObject, visible whole or not at all (D-SUB-5).
+//     default), below the transfer manager's 16 MiB multipart threshold,
+//     so every object is one PutObject, visible whole or not at all
+//     (D-SUB-5); a larger MaxObjectBytes makes multipart uploads, which
+//     carry the condition on their completion and appear whole too.
 //   - A directory (fileblob) writes each object to a temporary file and
 //     renames it over the object's name, so a reader opens the old file or
 //     the new one, whole (D-SUB-5). Its IfNotExist is a stat of the name

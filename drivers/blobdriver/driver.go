@@ -48,8 +48,8 @@ const DefaultOpTimeout = 10 * time.Second
 
 // DefaultMaxObjectBytes is the largest slot Register takes when
 // Config.MaxObjectBytes is zero. It stays below the S3 transfer manager's
-// part size (8 MiB), so every object is one PutObject, which S3 makes
-// visible whole (D-SUB-5).
+// multipart threshold (16 MiB), so every object is one PutObject, which S3
+// makes visible whole (D-SUB-5).
 const DefaultMaxObjectBytes = 4 << 20
 
 // maxPrefix bounds Config.Prefix, so that prefix and name fit an S3 key
