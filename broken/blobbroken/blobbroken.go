@@ -49,8 +49,9 @@ const (
 	ShortReadOK Name = "ShortReadOK"
 	// TornPublish makes a PUBLISH row's object visible before all its bytes
 	// are written: a non-atomic write puts the slot's first half and zeros
-	// under the key, leaves it there for a moment, and only then lets the
-	// driver write the whole object (D-SUB-5).
+	// under the key (in Submit, once the driver took the batch), leaves it
+	// there until a reader has fetched it, and only then lets the driver
+	// write the whole object (D-SUB-5).
 	TornPublish Name = "TornPublish"
 )
 
@@ -84,9 +85,11 @@ func Names() []Name {
 // enough that a driver nobody reads still finishes.
 const lieSeenWait = 2 * time.Second
 
-// tornFor is how long TornPublish leaves a torn object visible: a few
-// round trips of a reader that fetches while the PUBLISH is in flight.
-const tornFor = 100 * time.Millisecond
+// tornFor bounds how long TornPublish leaves a torn object visible: until
+// a FETCH of the key submitted after the torn write has settled (so that a
+// reader racing the PUBLISH does see it, however loaded the machine), or
+// this long.
+const tornFor = 2 * time.Second
 
 // New opens the blob driver of cfg (blobdriver.New) and returns it as the
 // broken driver n.
@@ -98,7 +101,7 @@ func New(n Name, cfg blobdriver.Config) (drivers.Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &driver{Driver: d, name: n, calls: map[drivers.CallID]*call{}, read: map[drivers.Toucher][]byte{}, regions: map[drivers.Handle]drivers.Region{}}
+	w := &driver{Driver: d, name: n, calls: map[drivers.CallID]*call{}, read: map[drivers.Toucher][]byte{}, regions: map[drivers.Handle]drivers.Region{}, waiters: map[string][]*waiter{}}
 	w.cond = sync.NewCond(&w.mu)
 	return w, nil
 }
@@ -117,12 +120,22 @@ type driver struct {
 	*blobdriver.Driver
 	name Name
 
-	mu       sync.Mutex
-	cond     *sync.Cond // signalled when a call is registered
-	calls    map[drivers.CallID]*call
-	read     map[drivers.Toucher][]byte        // OverwritesOnPublish: what each PUBLISH row read
-	regions  map[drivers.Handle]drivers.Region // ShortReadOK: the registered regions
+	mu      sync.Mutex
+	cond    *sync.Cond // signalled when a call is registered
+	calls   map[drivers.CallID]*call
+	read    map[drivers.Toucher][]byte        // OverwritesOnPublish: what each PUBLISH row read
+	regions map[drivers.Handle]drivers.Region // ShortReadOK: the registered regions
+	// TornPublish: FETCH submissions are numbered (seq); a torn object
+	// waits in waiters[key] for a FETCH of key numbered after it.
+	seq      uint64
+	waiters  map[string][]*waiter
 	shutting bool
+}
+
+// waiter is a torn object waiting for a reader.
+type waiter struct {
+	after uint64        // a FETCH numbered after this one read it
+	read  chan struct{} // closed then
 }
 
 // call is a call of a broken blob driver.
@@ -135,6 +148,11 @@ type call struct {
 	seen         chan struct{} // closed once Access returned the lie
 	seenOnce     sync.Once
 	stored       bool // OverwritesOnPublish: the plain writes were sent (d.mu)
+	// TornPublish: torn[i] waits for a reader of row i's torn object
+	// (nil: row i was not torn); tornDone is closed once Submit has made
+	// them (d.mu).
+	torn     []*waiter
+	tornDone chan struct{}
 	// ShortReadOK: the wrapper has made its slot writes and fixed its
 	// answer (fixRes); until then the call shows PENDING (d.mu).
 	fixed  bool
@@ -222,7 +240,7 @@ func (m *memory) Read(by drivers.Toucher, off int, p []byte) error {
 		m.d.read[by] = slices.Clone(p)
 		m.d.mu.Unlock()
 	case TornPublish:
-		m.d.tear(by, p)
+		m.d.untear(by)
 	}
 	return nil
 }
@@ -265,46 +283,103 @@ func (d *driver) lie(by drivers.Toucher) {
 	}
 }
 
-// tear is TornPublish (D-SUB-5): before the worker has the slot's bytes,
-// an absent key gets an object of the slot's size holding only its first
-// half (zeros after), written without IfNotExist — a write that is not
-// atomic —, visible for tornFor; then it is deleted, so that the driver's
-// own write of the whole object goes through.
-func (d *driver) tear(by drivers.Toucher, p []byte) {
+// tear is TornPublish (D-SUB-5), run by Submit once the real driver took
+// the PUBLISH (so the batch was valid): every row whose key is absent gets
+// an object of the slot's size holding only the slot's first half (zeros
+// after), written without IfNotExist — a write that is not atomic —,
+// visible before the row's bytes are all written. The real worker, at its
+// copy of the row (untear), waits until a FETCH of the key submitted after
+// the torn write has settled (at most tornFor) and deletes the torn object,
+// so that the driver's own write of the whole object goes through.
+func (d *driver) tear(c *call, id drivers.CallID) {
+	defer close(c.tornDone)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i, row := range c.b.Rows {
+		d.mu.Lock()
+		reg, ok := d.regions[row.Handle]
+		d.mu.Unlock()
+		key := d.ObjectKey(row.Key)
+		if !ok {
+			continue
+		}
+		if exists, err := d.Bucket().Exists(ctx, key); exists || err != nil {
+			continue
+		}
+		slot := make([]byte, reg.SlotBytes)
+		if reg.Mem.Read(drivers.Toucher{Call: id, Row: i}, reg.SlotOffset(row.Slot), slot) != nil {
+			continue
+		}
+		torn := make([]byte, len(slot))
+		copy(torn, slot[:len(slot)/2])
+		if d.Bucket().WriteAll(ctx, key, torn, nil) != nil {
+			continue
+		}
+		d.mu.Lock()
+		w := &waiter{after: d.seq, read: make(chan struct{})}
+		d.waiters[row.Key] = append(d.waiters[row.Key], w)
+		c.torn[i] = w
+		d.mu.Unlock()
+	}
+}
+
+// untear is the real worker at its copy of a PUBLISH row: a torn object of
+// the row stays until a reader has seen it (bounded), then goes.
+func (d *driver) untear(by drivers.Toucher) {
 	c := d.callOf(by.Call)
 	if c.b.Dir != drivers.Publish || by.Row >= len(c.b.Rows) {
 		return
 	}
-	d.mu.Lock()
-	shut := d.shutting
-	d.mu.Unlock()
-	if shut {
+	t := time.NewTimer(tornFor)
+	defer t.Stop()
+	select {
+	case <-c.tornDone:
+	case <-t.C:
 		return
+	}
+	d.mu.Lock()
+	w := c.torn[by.Row]
+	d.mu.Unlock()
+	if w == nil {
+		return
+	}
+	select {
+	case <-w.read:
+	case <-t.C:
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	key := d.ObjectKey(c.b.Rows[by.Row].Key)
-	if ok, err := d.Bucket().Exists(ctx, key); ok || err != nil {
-		return
+	d.Bucket().Delete(ctx, d.ObjectKey(c.b.Rows[by.Row].Key))
+}
+
+// fetched tells the torn objects of keys that the FETCH numbered n, which
+// named them, has settled.
+func (d *driver) fetched(keys []string, n uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, k := range keys {
+		ws := d.waiters[k][:0]
+		for _, w := range d.waiters[k] {
+			if w.after < n {
+				close(w.read)
+			} else {
+				ws = append(ws, w)
+			}
+		}
+		d.waiters[k] = ws
 	}
-	torn := make([]byte, len(p))
-	copy(torn, p[:len(p)/2])
-	if d.Bucket().WriteAll(ctx, key, torn, nil) != nil {
-		return
-	}
-	time.Sleep(tornFor)
-	d.Bucket().Delete(ctx, key)
 }
 
 // Register implements drivers.Driver.
 func (d *driver) Register(r drivers.Region) (drivers.Handle, error) {
+	orig := r
 	if r.Mem != nil && d.name != MissAsFault && d.name != ShortReadOK {
 		r.Mem = &memory{Memory: r.Mem, d: d}
 	}
 	h, err := d.Driver.Register(r)
 	if err == nil {
 		d.mu.Lock()
-		d.regions[h] = r
+		d.regions[h] = orig // the wrappers' own touches bypass the memory wrapper
 		d.mu.Unlock()
 	}
 	return h, err
@@ -315,7 +390,8 @@ func (d *driver) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, erro
 	if onChange == nil {
 		onChange = func() {}
 	}
-	c := &call{d: d, b: drivers.RowBatch{Dir: b.Dir, Rows: slices.Clone(b.Rows)}, user: onChange, seen: make(chan struct{})}
+	c := &call{d: d, b: drivers.RowBatch{Dir: b.Dir, Rows: slices.Clone(b.Rows)}, user: onChange, seen: make(chan struct{}),
+		torn: make([]*waiter, len(b.Rows)), tornDone: make(chan struct{})}
 	cb := onChange
 	switch {
 	case d.name == OverwritesOnPublish && b.Dir == drivers.Publish:
@@ -328,6 +404,18 @@ func (d *driver) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, erro
 			d.fixShort(c)
 			onChange()
 		}
+	case d.name == TornPublish && b.Dir == drivers.Fetch:
+		d.mu.Lock()
+		d.seq++
+		n := d.seq
+		d.mu.Unlock()
+		var once sync.Once
+		cb = func() {
+			if in := c.inner(); in.Access().Evidenced() && !slices.Contains(in.Results(), drivers.Pending) {
+				once.Do(func() { d.fetched(c.b.Keys(), n) })
+			}
+			onChange()
+		}
 	}
 	in, err := d.Driver.Submit(b, cb)
 	if err != nil {
@@ -337,7 +425,13 @@ func (d *driver) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, erro
 	c.Call = in
 	d.calls[in.ID()] = c
 	d.cond.Broadcast()
+	shut := d.shutting
 	d.mu.Unlock()
+	if d.name == TornPublish && b.Dir == drivers.Publish && !shut {
+		d.tear(c, in.ID())
+	} else {
+		close(c.tornDone)
+	}
 	return c, nil
 }
 
