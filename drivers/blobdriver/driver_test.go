@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -149,7 +150,10 @@ func TestConcurrentPublishFirstWins(t *testing.T) {
 		// sees must be the same one (a second would be an overwrite).
 		reader := newDriver(t, st.url, blobdriver.Config{Prefix: prefix})
 		stopRead := make(chan struct{})
-		seen := make(chan map[string]bool)
+		var stopOnce sync.Once
+		stop := func() { stopOnce.Do(func() { close(stopRead) }) }
+		t.Cleanup(stop) // a failing test stops the reader too
+		seen := make(chan map[string]bool, 1)
 		go func() {
 			got := map[string]bool{}
 			for {
@@ -176,7 +180,7 @@ func TestConcurrentPublishFirstWins(t *testing.T) {
 			await(t, c, wakes[i])
 			wantStatuses(t, fmt.Sprintf("writer %d", i), c.Results(), drivers.OK)
 		}
-		close(stopRead)
+		stop()
 		if objs := <-seen; len(objs) > 1 {
 			t.Fatalf("D-SUB-4: a reader saw %d different objects under one key while %d first-writer-wins PUBLISHes raced %s", len(objs), n, repro(t))
 		}
@@ -298,7 +302,9 @@ func TestReadOnlyBucketDirectory(t *testing.T) {
 // once, never ENDED; when the worker returns, access becomes ENDED.
 func TestTimeoutIsUnprovable(t *testing.T) {
 	stores(t, func(t *testing.T, st store) {
-		d := newDriver(t, st.url, blobdriver.Config{Timeout: 100 * time.Millisecond})
+		// The deadline must pass while the worker waits at the gate, not
+		// before it reads: long enough for one read on a loaded machine.
+		d := newDriver(t, st.url, blobdriver.Config{Timeout: 500 * time.Millisecond})
 		if err := d.Bucket().WriteAll(context.Background(), d.ObjectKey("k"), bytes.Repeat([]byte{1}, 32), nil); err != nil {
 			t.Fatalf("write: %v %s", err, repro(t))
 		}
@@ -312,8 +318,13 @@ func TestTimeoutIsUnprovable(t *testing.T) {
 		if err != nil {
 			t.Fatalf("submit: %v %s", err, repro(t))
 		}
-		<-gate.entered
 		deadline := time.After(10 * time.Second)
+		select {
+		case <-gate.entered:
+		case <-deadline:
+			close(gate.release)
+			t.Fatalf("the FETCH never reached its slot write: results %v access %v %s", c.Results(), c.Access(), repro(t))
+		}
 		for c.Access() != drivers.AccessUnprovable {
 			select {
 			case <-ch:
