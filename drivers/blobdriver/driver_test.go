@@ -309,6 +309,9 @@ func TestTimeoutIsUnprovable(t *testing.T) {
 			t.Fatalf("write: %v %s", err, repro(t))
 		}
 		gate := &gateMem{Bytes: make(drivers.Bytes, 32), entered: make(chan struct{}, 1), release: make(chan struct{})}
+		var once sync.Once
+		release := func() { once.Do(func() { close(gate.release) }) }
+		t.Cleanup(release) // before the driver's Shutdown: cleanups run last first
 		h, err := d.Register(drivers.Region{Label: "gate", SlotBytes: 32, Slots: 1, Mem: gate})
 		if err != nil {
 			t.Fatalf("register: %v %s", err, repro(t))
@@ -322,7 +325,6 @@ func TestTimeoutIsUnprovable(t *testing.T) {
 		select {
 		case <-gate.entered:
 		case <-deadline:
-			close(gate.release)
 			t.Fatalf("the FETCH never reached its slot write: results %v access %v %s", c.Results(), c.Access(), repro(t))
 		}
 		for c.Access() != drivers.AccessUnprovable {
@@ -333,7 +335,7 @@ func TestTimeoutIsUnprovable(t *testing.T) {
 			}
 		}
 		wantStatuses(t, "after the deadline", c.Results(), drivers.Fault)
-		close(gate.release)
+		release()
 		for c.Access() != drivers.AccessEnded {
 			select {
 			case <-ch:
