@@ -2,23 +2,15 @@ package blobdriver
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/fileblob" // file:///dir
 	_ "gocloud.dev/blob/s3blob"   // s3://bucket?endpoint=…
-	"gocloud.dev/gcerrors"
 
 	"github.com/storesim/storesim/drivers"
 )
@@ -118,195 +110,6 @@ type Driver struct {
 }
 
 var _ drivers.Driver = (*Driver)(nil)
-
-// fileLocks holds one mutex per file bucket directory, for every Driver of
-// the process (pubLock).
-var fileLocks sync.Map // directory → *sync.Mutex
-
-// probed remembers the bucket URLs whose store was seen honouring
-// IfNotExist, so that a certification's hundreds of drivers probe once.
-var probed sync.Map // URL → struct{}
-
-// New checks cfg, opens the bucket and, unless this process already did
-// for cfg.URL, probes that the store honours IfNotExist: it writes one
-// object twice with IfNotExist under the prefix and deletes it. A second
-// write that succeeds is ErrNoIfNotExist and no driver is returned (see
-// the package doc, "First writer wins").
-func New(cfg Config) (*Driver, error) {
-	caps := cfg.Caps
-	if caps == (drivers.Capabilities{}) {
-		caps = DefaultCaps
-	}
-	if cfg.OpTimeout == 0 {
-		cfg.OpTimeout = DefaultOpTimeout
-	}
-	if cfg.MaxObjectBytes == 0 {
-		cfg.MaxObjectBytes = DefaultMaxObjectBytes
-	}
-	switch {
-	case cfg.URL == "":
-		return nil, fmt.Errorf("%w: URL is empty", ErrConfig)
-	case cfg.Timeout < 0:
-		return nil, fmt.Errorf("%w: Timeout %v < 0", ErrConfig, cfg.Timeout)
-	case cfg.OpTimeout < 0:
-		return nil, fmt.Errorf("%w: OpTimeout %v < 0", ErrConfig, cfg.OpTimeout)
-	case cfg.MaxObjectBytes < 0:
-		return nil, fmt.Errorf("%w: MaxObjectBytes %d < 0", ErrConfig, cfg.MaxObjectBytes)
-	}
-	if err := checkPrefix(cfg.Prefix); err != nil {
-		return nil, err
-	}
-	if err := caps.Check(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	u, dir, err := ParseURL(cfg.URL)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.OpTimeout)
-	defer cancel()
-	bucket, err := blob.OpenBucket(ctx, u)
-	if err != nil {
-		return nil, fmt.Errorf("blobdriver: open %s: %w", cfg.URL, err)
-	}
-	d := &Driver{
-		cfg: cfg, caps: caps, bucket: bucket,
-		regions: map[drivers.Handle]drivers.Region{},
-		calls:   map[drivers.CallID]*call{},
-	}
-	if dir != "" {
-		d.dir = dir
-		mu, _ := fileLocks.LoadOrStore(dir, new(sync.Mutex))
-		d.pubLock = mu.(*sync.Mutex)
-	}
-	if caps.CanPublish {
-		if _, ok := probed.Load(u); !ok {
-			if err := d.probe(ctx); err != nil {
-				d.closeBucket()
-				return nil, err
-			}
-			probed.Store(u, struct{}{})
-		}
-	}
-	return d, nil
-}
-
-// ParseURL checks a bucket URL and returns it as New opens it, with the
-// directory of a file bucket ("" for other schemes). A file:// URL gets
-// fileblob's no_tmp_dir and metadata=skip unless it sets them: the
-// temporary file of a write then lives beside its object, so the rename
-// that publishes it never crosses a file system (which would fail every
-// write), and no sidecar file is written per object.
-func ParseURL(raw string) (opened, dir string, err error) {
-	u, err := url.Parse(raw)
-	switch {
-	case raw == "":
-		return "", "", fmt.Errorf("%w: URL is empty (want file:///DIR or s3://BUCKET?…)", ErrConfig)
-	case err != nil:
-		return "", "", fmt.Errorf("%w: URL %q: %v", ErrConfig, raw, err)
-	case u.Scheme == "":
-		return "", "", fmt.Errorf("%w: URL %q has no scheme (want file:///DIR or s3://BUCKET?…)", ErrConfig, raw)
-	case u.Opaque != "":
-		return "", "", fmt.Errorf("%w: URL %q: want %s://…", ErrConfig, raw, u.Scheme)
-	}
-	if u.Scheme != "file" {
-		if u.Host == "" {
-			return "", "", fmt.Errorf("%w: URL %q names no bucket (want %s://BUCKET…)", ErrConfig, raw, u.Scheme)
-		}
-		return raw, "", nil
-	}
-	if u.Path == "" || u.Path == "/" {
-		return "", "", fmt.Errorf("%w: URL %q names no directory (want file:///DIR)", ErrConfig, raw)
-	}
-	if u.Host != "" && u.Host != "." {
-		return "", "", fmt.Errorf("%w: URL %q: a file URL has no host (want file:///DIR, three slashes)", ErrConfig, raw)
-	}
-	q := u.Query()
-	if !q.Has("no_tmp_dir") {
-		q.Set("no_tmp_dir", "true")
-	}
-	if !q.Has("metadata") {
-		q.Set("metadata", "skip")
-	}
-	u.RawQuery = q.Encode()
-	dir = filepath.Clean(u.Path)
-	if u.Host == "." {
-		if dir, err = filepath.Abs(strings.TrimPrefix(u.Path, "/")); err != nil {
-			return "", "", fmt.Errorf("%w: URL %q: %v", ErrConfig, raw, err)
-		}
-	}
-	return u.String(), dir, nil
-}
-
-// checkPrefix: see Config.Prefix.
-func checkPrefix(p string) error {
-	switch {
-	case len(p) > maxPrefix:
-		return fmt.Errorf("%w: Prefix is %d bytes, at most %d", ErrConfig, len(p), maxPrefix)
-	case strings.HasPrefix(p, "/"):
-		return fmt.Errorf("%w: Prefix %q starts with '/'", ErrConfig, p)
-	}
-	for i := 0; i < len(p); i++ {
-		if c := p[i]; !safeByte(c) && c != '.' && c != '/' {
-			return fmt.Errorf("%w: Prefix %q has byte %q (letters, digits, '-', '_', '.' and '/' only)", ErrConfig, p, c)
-		}
-	}
-	for seg := range strings.SplitSeq(p, "/") {
-		if seg == ".." || seg == "." {
-			return fmt.Errorf("%w: Prefix %q has a %q segment", ErrConfig, p, seg)
-		}
-	}
-	return nil
-}
-
-// probe writes one object twice with IfNotExist and deletes it: the second
-// write must fail with FailedPrecondition.
-func (d *Driver) probe(ctx context.Context) error {
-	var b [8]byte
-	rand.Read(b[:])
-	// "%p" is never an escaped name (escapeName writes '%' only before two
-	// hex digits, or in "%h…"), so the probe meets no row key.
-	key := d.cfg.Prefix + "%probe-" + hex.EncodeToString(b[:])
-	if st, err := d.put(ctx, key, []byte("first")); st != drivers.OK || err != nil {
-		d.bucket.Delete(ctx, key)
-		return fmt.Errorf("blobdriver: %s: probe for IfNotExist: the first write of %q failed: %w", d.cfg.URL, key, err)
-	}
-	_, err := d.put(ctx, key, []byte("second"))
-	defer d.bucket.Delete(ctx, key)
-	switch {
-	case err == nil:
-		return fmt.Errorf("%w: %s: %q was written twice", ErrNoIfNotExist, d.cfg.URL, key)
-	case gcerrors.Code(err) != gcerrors.FailedPrecondition:
-		return fmt.Errorf("blobdriver: %s: probe for IfNotExist: the second write of %q: %w", d.cfg.URL, key, err)
-	}
-	return nil
-}
-
-// put writes one object with IfNotExist (D-SUB-4). It answers OK when the
-// object was written, and OK too when the store refused because the key
-// is there (FailedPrecondition): the store holds the first writer's
-// object, which is kept. Any other error is FAULT: the store may or may not
-// have stored it. err is the store's error (nil for a written object).
-func (d *Driver) put(ctx context.Context, key string, val []byte) (drivers.Status, error) {
-	if d.pubLock != nil {
-		d.pubLock.Lock()
-		defer d.pubLock.Unlock()
-	}
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
-	defer cancel()
-	err := d.bucket.WriteAll(ctx, key, val, &blob.WriterOptions{IfNotExist: true, ContentType: "application/octet-stream"})
-	switch {
-	case err == nil:
-		return drivers.OK, nil
-	case gcerrors.Code(err) == gcerrors.FailedPrecondition:
-		return drivers.OK, err
-	}
-	return drivers.Fault, err
-}
-
-// Bucket is the driver's open bucket (for tests and the broken drivers of
-// package broken/blobbroken, which write behind the driver's back).
-func (d *Driver) Bucket() *blob.Bucket { return d.bucket }
 
 // Capabilities implements drivers.Driver.
 func (d *Driver) Capabilities() drivers.Capabilities { return d.caps }
@@ -410,36 +213,6 @@ func (d *Driver) Contains(ctx context.Context, keys []string) ([]bool, error) {
 		found[i] = ok
 	}
 	return found, nil
-}
-
-func (d *Driver) exists(ctx context.Context, key string) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
-	defer cancel()
-	_, err := d.bucket.Attributes(ctx, key)
-	switch {
-	case err == nil:
-		return true, nil
-	case d.absent(err):
-		return false, nil
-	}
-	return false, err
-}
-
-// absent reports whether a store error means the object is not there: the
-// store said NotFound and, for a file bucket, its directory still exists —
-// a directory that was removed (or never mounted) makes every path ENOENT,
-// which is an outage, not an answer (D-MISS-HONEST, D-LOOK-2). S3's HEAD
-// answers 404 for a missing bucket as for a missing key, so there a deleted
-// bucket reads as empty.
-func (d *Driver) absent(err error) bool {
-	if gcerrors.Code(err) != gcerrors.NotFound {
-		return false
-	}
-	if d.dir != "" {
-		fi, serr := os.Stat(d.dir)
-		return serr == nil && fi.IsDir()
-	}
-	return true
 }
 
 // Submit implements drivers.Driver. The batch is validated before anything
@@ -577,53 +350,6 @@ wait:
 	return labels
 }
 
-// closeBucket closes the bucket once. (An S3 client's idle connections
-// stay with its HTTP transport, which the SDK does not let us close; they
-// end when the server closes them or after the transport's idle timeout.)
-func (d *Driver) closeBucket() {
-	d.mu.Lock()
-	closed := d.bucketClosed
-	d.bucketClosed = true
-	d.mu.Unlock()
-	if !closed {
-		d.bucket.Close()
-	}
-}
-
-// Delete makes key absent (deletes the object ObjectKey(key)): the
-// conformance suite's "make this key absent" hook. An absent key is not an
-// error.
-func (d *Driver) Delete(ctx context.Context, key string) error {
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.OpTimeout)
-	defer cancel()
-	if err := d.bucket.Delete(ctx, d.ObjectKey(key)); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-		return fmt.Errorf("blobdriver: delete %q: %w", key, err)
-	}
-	return nil
-}
-
-// Flush deletes every object under the driver's prefix: the suite's
-// "forget everything" hook. It refuses an empty prefix, which would empty
-// the whole bucket.
-func (d *Driver) Flush(ctx context.Context) error {
-	if d.cfg.Prefix == "" {
-		return fmt.Errorf("%w: Flush needs a non-empty Prefix", ErrConfig)
-	}
-	it := d.bucket.List(&blob.ListOptions{Prefix: d.cfg.Prefix})
-	for {
-		obj, err := it.Next(ctx)
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return fmt.Errorf("blobdriver: flush: list %q: %w", d.cfg.Prefix, err)
-		}
-		if err := d.bucket.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-			return fmt.Errorf("blobdriver: flush: delete %q: %w", obj.Key, err)
-		}
-	}
-}
-
 func (d *Driver) liveLocked(h drivers.Handle) (drivers.Region, bool) {
 	r, ok := d.regions[h]
 	return r, ok
@@ -663,18 +389,4 @@ func (d *Driver) callIDsLocked() []drivers.CallID {
 	}
 	slices.Sort(ids)
 	return ids
-}
-
-// Ping asks the store whether the bucket answers (Bucket.IsAccessible: one
-// listing of at most one object), within ctx. Its error starts with the
-// bucket's URL.
-func (d *Driver) Ping(ctx context.Context) error {
-	ok, err := d.bucket.IsAccessible(ctx)
-	switch {
-	case err != nil:
-		return fmt.Errorf("%s (%v)", d.cfg.URL, err)
-	case !ok:
-		return fmt.Errorf("%s (the bucket does not exist)", d.cfg.URL)
-	}
-	return nil
 }
