@@ -32,10 +32,15 @@ var layer = map[string]int{
 	"drivers/redisdriver":    1,
 	"drivers/memcachedriver": 1,
 	"drivers/procdriver":     1,
+	"drivers/blobdriver":     1,
+	// blobtest starts the blob driver's test stores (gofakes3) and
+	// imports nothing of the project.
+	"drivers/blobdriver/blobtest": 1,
 
 	"broken":                 2,
 	"broken/redisbroken":     2,
 	"broken/memcachedbroken": 2,
+	"broken/blobbroken":      2,
 
 	"model":                     3,
 	"model/lender":              3,

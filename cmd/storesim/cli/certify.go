@@ -41,7 +41,7 @@ func (l *listFlag) Set(s string) error {
 func certifyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	a := appOf(ctx)
 	fs := flag.NewFlagSet("certify", flag.ContinueOnError)
-	driver := fs.String("driver", "", "driver to certify: a name from "+a.name+" drivers, or redis://HOST:PORT or memcached://HOST:PORT, or exec:COMMAND [ARGS…] (a driver process speaking docs/PROTOCOL.md)")
+	driver := fs.String("driver", "", "driver to certify: a name from "+a.name+" drivers, or redis://HOST:PORT or memcached://HOST:PORT, or blob:BUCKET-URL (blob:file:///DIR, blob:s3://BUCKET?endpoint=…), or exec:COMMAND [ARGS…] (a driver process speaking docs/PROTOCOL.md)")
 	asJSON := fs.Bool("json", false, "print the certificate as JSON")
 	var rules listFlag
 	fs.Var(&rules, "rule", "certify only this rule group (repeatable, or comma-separated); race-pair gaps are then not judged")

@@ -48,7 +48,7 @@ func driversCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(tw, "%s\t%s\n", n, driverLine(n))
 	}
 	tw.Flush()
-	fmt.Fprintln(stdout, "# also redis://HOST:PORT (a real Redis or Valkey server) and memcached://HOST:PORT (a real memcached): accepted by certify and run (real time: a seed replays the workload, not the interleaving); replay, shrink and scenario simulate their drivers and refuse them")
+	fmt.Fprintln(stdout, "# also redis://HOST:PORT (a real Redis or Valkey server) and memcached://HOST:PORT (a real memcached) and blob:BUCKET-URL (an object store: blob:file:///DIR, blob:s3://BUCKET?endpoint=…): accepted by certify and run (real time: a seed replays the workload, not the interleaving); replay, shrink and scenario simulate their drivers and refuse them")
 	fmt.Fprintln(stdout, "# and exec:COMMAND [ARGS…]: a driver process in any language speaking docs/PROTOCOL.md (e.g. 'exec:python3 python/reference_driver.py'), in real time like the real stores")
 	return exitPass
 }

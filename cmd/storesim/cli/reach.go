@@ -23,6 +23,9 @@ import (
 // -NOAUTH, -LOADING, VERSION …, even ERROR) is an answer. The error starts
 // with addr.
 func storePing(ctx context.Context, url, addr string) error {
+	if isBlob(url) {
+		return blobPing(ctx, addr)
+	}
 	cmd := "PING"
 	if strings.HasPrefix(url, memcachedScheme) {
 		cmd = "version"

@@ -9,7 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"gocloud.dev/blob"
+
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/blobdriver"
 	"github.com/storesim/storesim/drivers/drivertest"
 	"github.com/storesim/storesim/drivers/memcachedriver"
 	"github.com/storesim/storesim/drivers/procdriver"
@@ -25,14 +28,21 @@ const memcachedScheme = "memcached://"
 // procdriver).
 const execScheme = "exec:"
 
+// blobScheme names an object store bucket: blob:URL, any bucket URL
+// gocloud.dev/blob opens (blob:file:///DIR, blob:s3://BUCKET?endpoint=…;
+// package blobdriver).
+const blobScheme = "blob:"
+
 // isRealStore: the driver name is a real store's URL (redis://,
-// memcached://) or a driver process (exec:), run in real time by run and
-// certify and refused by the simulator's commands.
+// memcached://, blob:) or a driver process (exec:), run in real time by run
+// and certify and refused by the simulator's commands.
 func isRealStore(name string) bool {
-	return strings.HasPrefix(name, redisScheme) || strings.HasPrefix(name, memcachedScheme) || isExec(name)
+	return strings.HasPrefix(name, redisScheme) || strings.HasPrefix(name, memcachedScheme) || isBlob(name) || isExec(name)
 }
 
 func isExec(name string) bool { return strings.HasPrefix(name, execScheme) }
+
+func isBlob(name string) bool { return strings.HasPrefix(name, blobScheme) }
 
 // realDriver is a real store's driver with the hooks the CLI uses: Delete
 // (certify's MakeAbsent) and Flush (forget a run's key prefix).
@@ -47,6 +57,13 @@ type realDriver interface {
 func newRealDriver(url, addr, prefix string, caps drivers.Capabilities) (realDriver, error) {
 	if isExec(url) {
 		return newExecDriver(addr, prefix, "", caps, nil)
+	}
+	if isBlob(url) {
+		d, err := blobdriver.New(blobdriver.Config{URL: addr, Prefix: prefix, Caps: caps})
+		if err != nil {
+			return nil, err
+		}
+		return d, nil
 	}
 	if strings.HasPrefix(url, memcachedScheme) {
 		d, err := memcachedriver.New(memcachedriver.Config{Addr: addr, Prefix: prefix, Caps: caps})
@@ -63,8 +80,29 @@ func newRealDriver(url, addr, prefix string, caps drivers.Capabilities) (realDri
 }
 
 // parseRealURL reads redis://HOST:PORT or memcached://HOST:PORT (the
-// address), or exec:COMMAND (the command line).
+// address), exec:COMMAND (the command line) or blob:URL (the bucket URL).
 func parseRealURL(url string) (string, error) {
+	if isBlob(url) {
+		bucket := strings.TrimPrefix(url, blobScheme)
+		opened, _, err := blobdriver.ParseURL(bucket)
+		if err != nil {
+			return "", usagef("--driver %q: want blob:file:///DIR or blob:s3://BUCKET?endpoint=…: %s", url,
+				strings.TrimPrefix(err.Error(), blobdriver.ErrConfig.Error()+": "))
+		}
+		// Opening a bucket reads its URL's parameters (and, for a
+		// directory, that it exists) without a network round trip: a
+		// parameter gocloud does not know, a scheme no linked package
+		// serves, a missing directory are usage errors here, not a store
+		// that does not answer later.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		b, err := blob.OpenBucket(ctx, opened)
+		if err != nil {
+			return "", usagef("--driver %q: %v", url, strings.ReplaceAll(err.Error(), "\n", " "))
+		}
+		b.Close()
+		return bucket, nil
+	}
 	if isExec(url) {
 		cmd := strings.TrimSpace(strings.TrimPrefix(url, execScheme))
 		if _, err := procdriver.ParseCommand(cmd); err != nil {
@@ -86,7 +124,7 @@ func parseRealURL(url string) (string, error) {
 // errRealOnly is the usage error of a real-time flag given with a simulated
 // driver.
 func errRealOnly(flags string) error {
-	return usagef("%s apply to memcached:// and redis:// drivers only (and exec: driver processes)", flags)
+	return usagef("%s apply to memcached:// and redis:// drivers only (and exec: driver processes, blob: buckets)", flags)
 }
 
 // newExecDriver starts the driver process of the command line cmd (see
@@ -156,4 +194,27 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
+}
+
+// blobPing asks the bucket whether it answers within ctx (storePing for a
+// blob: driver): the bucket opened and listed once (Bucket.IsAccessible),
+// without the driver's IfNotExist probe. The error starts with the URL.
+func blobPing(ctx context.Context, bucket string) error {
+	opened, _, err := blobdriver.ParseURL(bucket)
+	if err != nil {
+		return fmt.Errorf("%s (%v)", bucket, err)
+	}
+	b, err := blob.OpenBucket(ctx, opened)
+	if err != nil {
+		return fmt.Errorf("%s (%v)", bucket, err)
+	}
+	defer b.Close()
+	ok, err := b.IsAccessible(ctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s (%v)", bucket, err)
+	case !ok:
+		return fmt.Errorf("%s (no such bucket)", bucket)
+	}
+	return nil
 }
