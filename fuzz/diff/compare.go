@@ -12,11 +12,11 @@ import (
 // every report ends with.
 func Run(log *workload.Log, a, b Side, cfg Config) *Result {
 	res := &Result{Seed: log.Seed, Log: log, Repro: cfg.Repro}
-	objs := objects(log)
+	objs, first := objects(log), firstPublishes(log)
 	var ps [2]*player
 	for i, s := range [2]Side{a, b} {
 		res.Sides[i] = SideResult{Name: s.Name}
-		p, err := newPlayer(log, s, objs)
+		p, err := newPlayer(log, s, objs, first)
 		if err != nil {
 			res.Err = errors.Join(res.Err, err)
 			continue

@@ -57,6 +57,7 @@ type player struct {
 	side  Side
 	log   *workload.Log
 	objs  map[string]obj // the bytes of every publish row of the log → its row
+	first map[string]obj // every key's first publish row in the log
 	sched *sim.Scheduler // simulated side
 	rtr   *realtime.Runtime
 	rt    sim.Runtime
@@ -89,8 +90,8 @@ type endpoint struct {
 	closed    bool   // the log shut it down: later ops on it are not played
 }
 
-func newPlayer(log *workload.Log, side Side, objs map[string]obj) (*player, error) {
-	p := &player{side: side, log: log, objs: objs, byName: map[string]*endpoint{}, ans: map[rowID]answer{},
+func newPlayer(log *workload.Log, side Side, objs map[string]obj, first map[string]obj) (*player, error) {
+	p := &player{side: side, log: log, objs: objs, first: first, byName: map[string]*endpoint{}, ans: map[rowID]answer{},
 		know:     newKnowledge(side.Evicting || log.Store == "evicting"),
 		maxSteps: engine.DefaultMaxSteps + engine.StepsPerOp*uint64(len(log.Ops)),
 		res:      SideResult{Name: side.Name, Freedoms: map[string]int{}},
@@ -281,6 +282,22 @@ func content(seed uint64, op, row, n int) []byte {
 // poison is what a FETCH slot holds before the call: bytes no publish
 // writes (with overwhelming probability).
 const poison = 0xDB
+
+// firstPublishes is every key's first publish row in log.
+func firstPublishes(log *workload.Log) map[string]obj {
+	out := map[string]obj{}
+	for i, op := range log.Ops {
+		if op.Kind != workload.Publish || !playable(op) {
+			continue
+		}
+		for pos, k := range op.Keys {
+			if _, seen := out[k]; op.Mask[pos] && !seen {
+				out[k] = obj{i, pos}
+			}
+		}
+	}
+	return out
+}
 
 // objects maps the bytes of every publish row of log to the row.
 func objects(log *workload.Log) map[string]obj {
@@ -478,7 +495,7 @@ func (p *player) call(i int, dir drivers.Direction, what string, e *endpoint, b 
 			got, ok = p.objs[string(bytes)]
 			switch {
 			case ok:
-				text, desc = "OK, the object of "+got.String(), got.String()
+				text, desc = "OK, the object of "+got.String()+p.whose(got, r.key), got.String()
 			case allBytes(bytes, poison):
 				desc = "nothing written (the slot still holds its poison)"
 				text = "OK, " + desc
@@ -489,6 +506,19 @@ func (p *player) call(i int, dir drivers.Direction, what string, e *endpoint, b 
 		}
 		p.record(id, r.key, e, text, p.know.fetch(r.key, st, answered, got, ok, desc, e.caps.AbsentIsMiss))
 	}
+}
+
+// whose says which publish of key the object o is: the log's first, a
+// later one, or one of another key.
+func (p *player) whose(o obj, key string) string {
+	op := p.log.Ops[o.op]
+	switch {
+	case op.Keys[o.pos] != key:
+		return " (a publish of " + op.Keys[o.pos] + ")"
+	case p.first[key] == o:
+		return " (the first publish of " + key + ")"
+	}
+	return " (a later publish of " + key + ")"
 }
 
 func allBytes(b []byte, v byte) bool {
