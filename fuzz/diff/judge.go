@@ -202,10 +202,11 @@ func (k *knowledge) wrongObject(key string, s *keyState, cands []obj, got obj, g
 		if p.o != got {
 			continue
 		}
-		if p.answer == "OK" {
-			return forbid(rules.DSub4, "the slot holds the object of %s, a later PUBLISH of %s answered OK while the key was held: the first writer wins, so it must not be served; %s", got, key, want)
+		switch p.answer {
+		case "MISS", "NOT_ATTEMPTED", "Submit refused":
+			return forbid(rules.DStatus, "the slot holds the object of %s, a PUBLISH of %s answered %s, which says it did not store it; %s", got, key, p.answer, want)
 		}
-		return forbid(rules.DStatus, "the slot holds the object of %s, a PUBLISH of %s answered %s (not stored by it); %s", got, key, p.answer, want)
+		return forbid(rules.DSub4, "the slot holds the object of %s, a PUBLISH of %s answered %s, which is not what the key holds: a PUBLISH never rewrites a held key (first writer wins); %s", got, key, p.answer, want)
 	}
 	return forbid(rules.DStatus, "the slot holds the object of %s, a publish of another key; %s", got, want)
 }
