@@ -12,6 +12,11 @@ import (
 // every report ends with.
 func Run(log *workload.Log, a, b Side, cfg Config) *Result {
 	res := &Result{Seed: log.Seed, Log: log, Repro: cfg.Repro}
+	if err := CheckLog(log); err != nil {
+		res.Err = err
+		res.cleanup(a, b)
+		return res
+	}
 	objs, first := objects(log), firstPublishes(log)
 	var ps [2]*player
 	for i, s := range [2]Side{a, b} {

@@ -632,3 +632,33 @@ func (p *player) close() {
 		p.rtr.Close()
 	}
 }
+
+// CheckLog reports a log a diff cannot play as written, before anything
+// is built (an input error, wrapping engine.ErrBadLog): an endpoint without
+// regions or with a bad fault line, or more fresh memory than
+// workload.MaxTotalBytes — a diff gives every row a slot of its own, so its
+// memory grows with the rows, not with the log's regions.
+func CheckLog(log *workload.Log) error {
+	need := rowsPerEndpoint(log)
+	total := 0
+	for _, e := range log.Endpoints {
+		if len(e.Regions) == 0 {
+			return fmt.Errorf("%w: endpoint %s: no regions", engine.ErrBadLog, e.Name)
+		}
+		var faults []string
+		for _, f := range e.Faults {
+			if !engine.IsLie(f) {
+				faults = append(faults, f)
+			}
+		}
+		if _, err := memdriver.ParseFaultMix(strings.Join(faults, "\n")); err != nil {
+			return fmt.Errorf("%w: endpoint %s: %w", engine.ErrBadLog, e.Name, err)
+		}
+		total += need[e.Name] * e.Regions[0].SlotBytes
+		if total > workload.MaxTotalBytes {
+			return fmt.Errorf("%w: %w: a diff gives every row a fresh slot, and this log's rows need more than %d bytes (%d MiB) of them (%s)",
+				engine.ErrBadLog, workload.ErrLimit, workload.MaxTotalBytes, workload.MaxTotalBytes>>20, workload.LimitsDoc)
+		}
+	}
+	return nil
+}

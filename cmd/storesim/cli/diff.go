@@ -112,6 +112,9 @@ func (o *diffOpts) check(seeds, profile string) error {
 		if err != nil {
 			return err
 		}
+		if err := diff.CheckLog(log); err != nil {
+			return fmt.Errorf("%w: %s: %w", errInput, o.logFile, err)
+		}
 		o.log = log
 		return nil
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,11 +16,26 @@ func TestDiffUsage(t *testing.T) {
 	if err := os.WriteFile(cut, []byte("storesim-oplog v2\nseed 1\nstore durable\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	huge := filepath.Join(dir, "huge.txt")
+	var b strings.Builder
+	b.WriteString("storesim-oplog v2\nseed 1\nstore durable\nendpoint A driver=memory rows=4 absent-is-miss=true inflight=4 queued=16 unprovable=8 regions=r0:8x65536\n")
+	keys := make([]string, 4096)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%d", i)
+	}
+	for range 2 {
+		fmt.Fprintf(&b, "op at=0us publish A keys=%s mask=%s\n", strings.Join(keys, ","), strings.Repeat("1", len(keys)))
+	}
+	b.WriteString("end\n")
+	if err := os.WriteFile(huge, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
 		want string
 	}{
+		{"huge-log", []string{"diff", "--driver", "memory", "--driver", "memory", "--log", huge}, "a diff gives every row a fresh slot"},
 		{"one-driver", []string{"diff", "--driver", "memory"}, "give --driver exactly twice"},
 		{"three-drivers", []string{"diff", "--driver", "memory", "--driver", "memory", "--driver", "together"}, "got 3"},
 		{"unknown", []string{"diff", "--driver", "memory", "--driver", "nope"}, `unknown driver "nope"`},
