@@ -2,6 +2,7 @@ package diff
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/storesim/storesim/fuzz/workload"
@@ -43,6 +44,9 @@ func Run(log *workload.Log, a, b Side, cfg Config) *Result {
 		p.judge(cfg.LinTimeout)
 		p.close()
 		res.Sides[i] = p.res
+		if p.stalled != "" {
+			res.Err = errors.Join(res.Err, fmt.Errorf("%w %s: %s", ErrSide, p.side.Name, p.stalled))
+		}
 	}
 	res.cleanup(a, b)
 	res.compare(ps)

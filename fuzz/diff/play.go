@@ -72,6 +72,7 @@ type player struct {
 
 	maxSteps uint64
 	stopped  error       // the simulation ran out of steps or was flooded
+	stalled  string      // real time: a call got no final answer within the wait; play stopped there
 	kick     chan func() // real time: the change callbacks' wake-up (realwait.go)
 }
 
@@ -325,7 +326,7 @@ func objects(log *workload.Log) map[string]obj {
 // down.
 func (p *player) play() {
 	for i, op := range p.log.Ops {
-		if p.stopped != nil {
+		if p.stopped != nil || p.stalled != "" {
 			break
 		}
 		e := p.byName[op.Endpoint]
@@ -392,7 +393,7 @@ func (p *player) playOp(i int, op workload.Op, e *endpoint) {
 		return
 	}
 	for _, b := range batches(op, e.caps.MaxRowsPerOp) {
-		if p.stopped != nil {
+		if p.stopped != nil || p.stalled != "" {
 			return
 		}
 		if op.Kind == workload.Fetch {
@@ -467,6 +468,12 @@ func (p *player) call(i int, dir drivers.Direction, what string, e *endpoint, b 
 		return
 	}
 	p.await(c)
+	if p.rtr != nil && !over(c) && p.stalled == "" {
+		// A store that stopped answering would make every later call wait
+		// as long: the side stops here (a harness error, not a verdict:
+		// the driver owns the call until Shutdown, D-SUB-3).
+		p.stalled = fmt.Sprintf("call %d (%s of op %d) had no final answer and evidence within %v; the side's play stopped there", c.ID(), what, i, p.wait())
+	}
 	res := c.Results()
 	wrongLength := len(res) != len(b)
 	for j, r := range b {
@@ -541,13 +548,13 @@ func (p *player) final() {
 		}
 	}
 	keys := logKeys(p.log)
-	if e == nil || len(keys) == 0 || p.stopped != nil || !e.caps.CanFetch {
+	if e == nil || len(keys) == 0 || p.stopped != nil || p.stalled != "" || !e.caps.CanFetch {
 		return
 	}
 	op := len(p.log.Ops)
 	var b []row
 	flush := func() {
-		if len(b) > 0 && p.stopped == nil {
+		if len(b) > 0 && p.stopped == nil && p.stalled == "" {
 			p.lookup(op, "final lookup", e, b)
 			p.call(op, drivers.Fetch, "final fetch", e, b)
 		}

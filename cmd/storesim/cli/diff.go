@@ -147,6 +147,7 @@ func (o *diffOpts) run(ctx context.Context, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "storesim diff: %s vs %s %s version=%s (each call awaited in log order; docs/SPEC.md §5, differential runs)\n", shellQuote(a), shellQuote(b), what, o.app.version)
 	counts := map[engine.Verdict]int{}
 	total, diverged := 0, 0
+	lost := "" // a real store that stopped answering
 	one := func(seed uint64, log *workload.Log) {
 		res := diff.Run(log, o.side(a, seed), o.side(b, seed), diff.Config{Repro: o.repro(seed), LinTimeout: o.lin})
 		total++
@@ -161,12 +162,17 @@ func (o *diffOpts) run(ctx context.Context, stdout, stderr io.Writer) int {
 		case o.verbose:
 			fmt.Fprintf(stdout, "seed %d: pass (%s)\n", res.Seed, res.Summary())
 		}
+		if lost == "" {
+			// Every seed: against a dead store every answer is a FAULT, which
+			// is always allowed, so only asking tells an outage from a pass.
+			lost = o.lost(seed)
+		}
 	}
 	if o.log != nil {
 		one(o.log.Seed, o.log)
 	} else {
 		for i := range o.seeds.count {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || lost != "" {
 				break
 			}
 			seed := o.seeds.start + i
@@ -174,6 +180,10 @@ func (o *diffOpts) run(ctx context.Context, stdout, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintf(stderr, "seeds: %d passed, %d diverged, %d failed otherwise\n", counts[engine.Pass], diverged, total-counts[engine.Pass]-diverged)
+	if lost != "" {
+		fmt.Fprintf(stderr, "storesim diff: %s\n", lost)
+		return exitUsage // as run and certify: an outage is no verdict
+	}
 	for _, v := range []engine.Verdict{engine.Safety, engine.Liveness, engine.HarnessError, engine.Unknown} {
 		if counts[v] > 0 {
 			return map[engine.Verdict]int{engine.Safety: exitSafety, engine.Liveness: exitLiveness, engine.HarnessError: exitHarness, engine.Unknown: exitInconclusive}[v]
@@ -183,6 +193,28 @@ func (o *diffOpts) run(ctx context.Context, stdout, stderr io.Writer) int {
 		return exitHarness // interrupted: not every seed ran
 	}
 	return exitPass
+}
+
+// lost asks every real store of the diff once, after each seed: the first that does not answer (within the wait, default 2 s) ends
+// the diff as "store unreachable" (see run's stillAnswering).
+func (o *diffOpts) lost(seed uint64) string {
+	for _, d := range o.drivers {
+		if !isRealStore(d) || isExec(d) {
+			continue
+		}
+		addr, _ := parseRealURL(d)
+		wait := o.wait
+		if wait <= 0 {
+			wait = 2 * time.Second
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		err := storePing(ctx, d, addr)
+		cancel()
+		if err != nil {
+			return fmt.Sprintf("store unreachable: %v; it stopped answering during seed %d, so that seed's findings are the outage's, not divergences (rerun when %s answers again)", err, seed, d)
+		}
+	}
+	return ""
 }
 
 // repro is the command that replays one seed's diff.
@@ -241,6 +273,9 @@ func (o *diffOpts) side(name string, seed uint64) diff.Side {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
+		if err := storePing(ctx, name, addr); err != nil { // before a client that would wait its own dial timeouts
+			return fmt.Errorf("store unreachable: %w", err)
+		}
 		admin, err := newRealDriver(name, addr, prefix, drivers.Capabilities{})
 		if err != nil {
 			return err

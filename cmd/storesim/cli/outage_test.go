@@ -49,3 +49,35 @@ func TestRunStoreStopsAnswering(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffStoreStopsAnswering: a store killed or paused under `storesim
+// diff --driver memory --driver URL` ends the diff after the seed in
+// flight with "store unreachable: ADDR", exit 2 — against a dead store
+// every answer is a FAULT, which the contract allows, so without asking
+// the diff would pass — and a paused one stops the side at its first
+// unanswered call instead of waiting out every later one.
+func TestDiffStoreStopsAnswering(t *testing.T) {
+	for _, scheme := range []string{redisScheme, memcachedScheme} {
+		for _, tc := range []struct {
+			name string
+			sig  syscall.Signal
+		}{{"killed", syscall.SIGKILL}, {"paused", syscall.SIGSTOP}} {
+			t.Run(strings.TrimSuffix(scheme, "://")+"-"+tc.name, func(t *testing.T) {
+				addr, proc := realServer(t, scheme)
+				stopped := make(chan struct{})
+				go func() {
+					defer close(stopped)
+					for n := served(scheme, addr); n >= 0 && n < 1000; n = served(scheme, addr) {
+						time.Sleep(5 * time.Millisecond)
+					}
+					_ = proc.Signal(tc.sig)
+				}()
+				got := storesim("diff", "--driver", "memory", "--driver", scheme+addr, "--seeds", "0:100000", "--wait", "500ms")
+				<-stopped
+				if got.code != exitUsage || !strings.Contains(got.stderr, "storesim diff: store unreachable: "+addr) {
+					t.Fatalf("diff against a %s server: exit %d, want 2 and \"store unreachable: %s\"\nstdout:\n%s\nstderr:\n%s %s", tc.name, got.code, addr, got.stdout, got.stderr, repro(t))
+				}
+			})
+		}
+	}
+}
