@@ -88,6 +88,12 @@ const (
 	// OverwritesOnPublish replaces the object of a key the store already
 	// holds on PUBLISH instead of keeping the first (D-SUB-4).
 	OverwritesOnPublish Name = "OverwritesOnPublish"
+	// ServesLastWriter keeps a client-side copy of the object each PUBLISH
+	// sent, per key — also one the store declined because it held the key —
+	// and serves it to every FETCH the store answers OK: the last writer's
+	// object instead of the first's (D-SUB-4). The differential run's
+	// planted divergence (storesim diff, package fuzz/diff).
+	ServesLastWriter Name = "ServesLastWriter"
 	// TornPublish makes a published key visible holding half its object and
 	// writes the rest twenty step delays later (D-SUB-5).
 	TornPublish Name = "TornPublish"
@@ -231,6 +237,7 @@ var specs = []Spec{
 	{Name: ShortAnswer, Rule: rules.DStatus, Fault: "one result fewer than rows"},
 	{Name: ReorderedAnswer, Rule: rules.DStatus, Fault: "results out of row order", AbsentIsMiss: true},
 	{Name: OverwritesOnPublish, Rule: rules.DSub4, Fault: "PUBLISH of a present key replaces it"},
+	{Name: ServesLastWriter, Rule: rules.DSub4, Fault: "a FETCH serves the object of the key's last PUBLISH, not the first the store kept"},
 	{Name: TornPublish, Rule: rules.DSub5, Fault: "key visible before all bytes written"},
 	{Name: AcceptsRepeatedKey, Rule: rules.DBatchKeys, Fault: "accepts a batch naming one key twice and writes the wrong slot"},
 	{Name: MaxRowsOffByOne, Rule: rules.DCaps, Fault: "declares N, fails at N"},

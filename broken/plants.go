@@ -34,6 +34,7 @@ import (
 //	ShortAnswer             wrapper  Results
 //	ReorderedAnswer         wrapper  Results
 //	OverwritesOnPublish     wrapper  memory: the held key dropped as the slot's last byte is read
+//	ServesLastWriter        wrapper  memory: each PUBLISH's object kept per key, written into every FETCH OK
 //	TornPublish             wrapper  memory: the slot read half, the rest put later
 //	AcceptsRepeatedKey      hook     Batch
 //	MaxRowsOffByOne         wrapper  Submit
@@ -167,6 +168,8 @@ func (w *driver) install(n Name) {
 		}
 	case OverwritesOnPublish:
 		w.read = w.dropHeldKey
+	case ServesLastWriter:
+		w.servesLastWriter()
 	case TornPublish:
 		w.read = w.tearPublish()
 	case MaxRowsOffByOne:

@@ -18,6 +18,9 @@ run -bench 'DecodeRun' -benchtime 300x ./fuzz
 # (scripts/with-redis.sh scripts/bench.sh provides one).
 if [ -n "${STORESIM_REDIS_ADDR:-}" ]; then
   run -bench 'MonitorOverhead' -benchtime 1000x -count 5 ./drivers/redisdriver
+  run -bench 'PublishFetch16/serial/slot=4KiB' -benchtime 1000x -count 5 ./drivers/redisdriver
+  # Certification time, in real time: the CLI's scale and -short's, once each.
+  run -bench 'Certify' -benchtime 1x ./drivers/redisdriver
 fi
 # Likewise the memcached driver (scripts/with-memcached.sh scripts/bench.sh).
 if [ -n "${STORESIM_MEMCACHED_ADDR:-}" ]; then
@@ -25,6 +28,7 @@ if [ -n "${STORESIM_MEMCACHED_ADDR:-}" ]; then
   for b in 'MonitorOverhead' 'PublishFetch16/serial/slot=4KiB'; do
     go test -run '^$' -bench "$b" -benchtime 1000x -count 5 ./drivers/memcachedriver | tee -a "$out.memcached" | grep -E '^Benchmark'
   done
+  go test -run '^$' -bench 'Certify' -benchtime 1x ./drivers/memcachedriver | tee -a "$out.memcached" | grep -E '^Benchmark'
 fi
 # The process boundary (drivers/procdriver): the Python reference driver
 # vs the Go memory driver, both in real time (needs python3).
@@ -61,6 +65,9 @@ if [ -n "${STORESIM_REDIS_ADDR:-}" ]; then
   grep -E '^BenchmarkMonitorOverhead/monitored' "$out" |
     awk '{for (i=2;i<=NF;i++) if ($i=="monitored/bare") print $(i-1)}' | sort -g |
     awk '{v[NR]=$1} END{m=v[int((NR+1)/2)]; printf "monitor overhead, Redis driver (real server, paired, median of %d): monitored/bare = %.3f, throughput loss %.1f %% (goal <= 10 %%)\n", NR, m, 100*(1-1/m)}'
+  rr=$(metric 'BenchmarkPublishFetch16/serial/slot=4KiB' rows/s)
+  rc=$(metric 'BenchmarkCertify/scale=cli' s/certification); rs=$(metric 'BenchmarkCertify/scale=short' s/certification)
+  awk -v r="$rr" -v c="$rc" -v s="$rs" 'BEGIN{printf "Redis driver (real server): %.0f rows/s (16-row publish + fetch, 4 KiB slots, serial); certification %.1f s (the CLI scale), %.1f s (-short)\n", r, c, s}'
 else
   echo "monitor overhead, Redis driver: skipped (no STORESIM_REDIS_ADDR; run scripts/with-redis.sh scripts/bench.sh)"
 fi
@@ -71,6 +78,9 @@ if [ -n "${STORESIM_MEMCACHED_ADDR:-}" ]; then
   rows=$(grep -E '^BenchmarkPublishFetch16/serial/slot=4KiB-' "$out.memcached" | awk '{for (i=2;i<=NF;i++) if ($i=="rows/s") print $(i-1)}' | sort -g |
     awk '{v[NR]=$1} END{if (NR) print v[int((NR+1)/2)]}')
   awk -v m="$mc" -v r="$rows" 'BEGIN{printf "memcached driver (real server): monitor overhead monitored/bare = %.3f (paired, median of 5), throughput loss %.1f %%; %.0f rows/s (16-row publish + fetch, 4 KiB slots, serial)\n", m, 100*(1-1/m), r}'
+  mcc=$(grep -E '^BenchmarkCertify/scale=cli-' "$out.memcached" | awk '{for (i=2;i<=NF;i++) if ($i=="s/certification") print $(i-1)}' | head -1)
+  mcs=$(grep -E '^BenchmarkCertify/scale=short-' "$out.memcached" | awk '{for (i=2;i<=NF;i++) if ($i=="s/certification") print $(i-1)}' | head -1)
+  awk -v c="$mcc" -v s="$mcs" 'BEGIN{printf "memcached driver (real server): certification %.1f s (the CLI scale), %.1f s (-short)\n", c, s}'
 else
   echo "memcached driver: skipped (no STORESIM_MEMCACHED_ADDR; run scripts/with-memcached.sh scripts/bench.sh)"
 fi

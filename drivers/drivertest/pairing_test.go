@@ -16,6 +16,7 @@ import (
 var notNamedFirst = map[broken.Name]string{
 	broken.FaultAsMiss:            "the swarm's S-LIN sees the false MISS as a row result the store contradicts (D-STATUS)",
 	broken.OverwritesOnPublish:    "S-LIN sees the overwritten object (D-STATUS) in more runs than first-writer-wins does",
+	broken.ServesLastWriter:       "S-LIN sees the last writer's object (D-STATUS) in more runs than first-writer-wins does",
 	broken.TornPublish:            "with -short, S-LIN sees the torn object (D-STATUS) in more runs than atomic-visibility does",
 	broken.UnregisterLies:         "its Shutdown drops the unregister-failed labels too (D-SHUT-1), in every run that shuts a stuck region down",
 	broken.ConcurrentPutTruncates: "a fetch of the truncated object is a row result the store model contradicts (S-LIN, filed under D-STATUS) before any check of atomic visibility sees the race",

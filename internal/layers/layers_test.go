@@ -52,6 +52,7 @@ var layer = map[string]int{
 	"fuzz/workload": 4,
 	"fuzz/registry": 4,
 	"fuzz/engine":   4,
+	"fuzz/diff":     4,
 	"fuzz/shrink":   4,
 	"fuzz/timeline": 4,
 	"fuzz":          4,

@@ -30,6 +30,9 @@
 //	storesim certify  --driver NAME [--json] [--rule GROUP…] [--seed N] [--seeds N] [--short] [--quiet]
 //	storesim certify  --driver NAME --rule GROUP --case CASE --seed N [--directed]
 //	                  (exactly one run, as a failure's repro names it)
+//	storesim diff     --driver A --driver B [--seeds START:COUNT] [--profile P] [--ops N] | --log FILE
+//	                  [--wait D] [--evicting] [-v]
+//	                  (one op log against two drivers, row by row; SPEC §5, differential runs)
 //	storesim scenario [FILE|DIR…] [--rewrite] [--quiet]
 //	storesim version  (or storesim --version)
 //
@@ -127,6 +130,7 @@ func commands() []command {
 		{"shrink", "minimize a failing seed or op log to a small op log that fails the same way", shrinkCmd},
 		{"drivers", "list every driver name", driversCmd},
 		{"certify", "certify a driver against the conformance suite", certifyCmd},
+		{"diff", "play one op log against two drivers and report the first answer the contract forbids", diffCmd},
 		{"scenario", "run scenario files", scenarioCmd},
 		{"version", "print the storesim version", versionCmd},
 	}

@@ -22,8 +22,12 @@ var synopses = map[string][]string{
 		"storesim shrink --seed N [--driver NAME] [--profile P] [--ops N] [flags]",
 		"storesim shrink FILE|DIR [--driver NAME] [flags]   (an op log, or a failure folder from run --out)",
 	},
-	"drivers":  {"storesim drivers   (no flags, no arguments)"},
-	"certify":  {"storesim certify --driver NAME|redis://HOST:PORT|'exec:COMMAND [ARGS…]' [flags]"},
+	"drivers": {"storesim drivers   (no flags, no arguments)"},
+	"certify": {"storesim certify --driver NAME|redis://HOST:PORT|'exec:COMMAND [ARGS…]' [flags]"},
+	"diff": {
+		"storesim diff --driver A --driver B [--seeds START:COUNT] [--profile P] [--ops N] [flags]",
+		"storesim diff --driver A --driver B --log FILE|DIR [flags]   (an op log, or a failure folder from run --out)",
+	},
 	"scenario": {"storesim scenario [FILE|DIR…] [flags]   (default: scenarios/testdata, from the repository root)"},
 	"version":  {"storesim version   (also storesim --version; no flags, no arguments)"},
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/storesim/storesim/drivers"
@@ -106,6 +107,12 @@ type realFlags struct {
 	addr, url string // host:port and the --driver URL; "" for simulated drivers
 	stretch   float64
 	wait      time.Duration
+
+	// lost is set once the store stopped answering (outage.go): the swarm
+	// stops, and the run is "store unreachable" (exit 2) rather than a
+	// verdict on the seeds the outage failed.
+	lost    atomic.Pointer[string]
+	stopRun context.CancelFunc
 }
 
 func (f *realFlags) register(fs *flag.FlagSet) {
@@ -205,6 +212,11 @@ func (f *realFlags) rd(seed uint64) engine.RealDriver {
 			return newRealDriver(url, addr, prefix, env.Caps)
 		},
 		Cleanup: func(ctx context.Context) error {
+			// A store that stopped answering would hold the admin client's
+			// handshake up for its own dial timeouts: ask once, bounded.
+			if err := storePing(ctx, url, addr); err != nil {
+				return fmt.Errorf("store unreachable: %w", err)
+			}
 			admin, err := newRealDriver(url, addr, prefix, drivers.Capabilities{})
 			if err != nil {
 				return err
@@ -300,7 +312,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // outcome is one seed's result (and its second run with
-// --check-determinism).
+// --check-determinism); no result: the seed was not run (the store was
+// lost before it started).
 type outcome struct {
 	res    *engine.Result
 	second *engine.Result
@@ -324,6 +337,9 @@ func (o *runOpts) swarm(ctx context.Context, stdout, stderr io.Writer) int {
 		ctx, cancel = context.WithTimeout(ctx, o.budget)
 		defer cancel()
 	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	o.real.stopRun = stop
 	src := newSeedSource(o.seeds, o.shard, o.base)
 	fmt.Fprintf(stderr, "storesim run: driver=%s profile=%s ops=%d seeds=%s", o.cfg.Driver, o.cfg.Profile, o.cfg.Ops, o.seeds)
 	if o.cfg.Sched == sim.PCT {
@@ -374,7 +390,9 @@ func (o *runOpts) swarm(ctx context.Context, stdout, stderr io.Writer) int {
 
 	t := newTally(o, src, stdout, stderr)
 	for out := range order {
-		t.add(<-out)
+		if oc := <-out; oc.res != nil {
+			t.add(oc)
+		}
 	}
 	wg.Wait()
 	return t.finish(ctx)
@@ -382,7 +400,14 @@ func (o *runOpts) swarm(ctx context.Context, stdout, stderr io.Writer) int {
 
 func (o *runOpts) runSeed(seed uint64) outcome {
 	if o.real.addr != "" {
-		return outcome{res: engine.RunReal(engine.Plan(seed, o.cfg), o.cfg, o.real.rd(seed))}
+		if o.real.lost.Load() != nil {
+			return outcome{} // the store stopped answering: not run (outage.go)
+		}
+		res := engine.RunReal(engine.Plan(seed, o.cfg), o.cfg, o.real.rd(seed))
+		if res.Verdict != engine.Pass {
+			o.real.stillAnswering(seed)
+		}
+		return outcome{res: res}
 	}
 	cfg := o.cfg
 	cfg.Lean = true // a passing seed keeps no notes; a failing one is played again in full for its report

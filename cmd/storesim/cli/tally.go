@@ -211,6 +211,8 @@ func (t *tally) fail(err error) {
 func (t *tally) exitCode() int {
 	s := &t.sum
 	switch {
+	case t.o.real.lost.Load() != nil:
+		return exitUsage // the store stopped answering: no verdict (as certify's "store unreachable")
 	case s.Safety > 0 || s.Determinism > 0:
 		return exitSafety
 	case s.Liveness > 0:
@@ -253,6 +255,9 @@ func (t *tally) finish(ctx context.Context) int {
 	}
 	fmt.Fprintln(t.stderr)
 	fmt.Fprintf(t.stderr, "seeds: %d passed, %d failed\n", s.Passed, s.Failed)
+	if lost := t.o.real.lost.Load(); lost != nil {
+		fmt.Fprintf(t.stderr, "storesim run: %s\n", *lost)
+	}
 	return s.Exit
 }
 
