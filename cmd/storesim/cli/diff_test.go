@@ -139,3 +139,17 @@ func TestDiffRealStores(t *testing.T) {
 		})
 	}
 }
+
+// TestDiffBlobFile: memory against an object store in a file bucket
+// (blob:file:// on a temporary directory, no server needed) agrees, under
+// two profiles.
+func TestDiffBlobFile(t *testing.T) {
+	const rerun = "go test ./cmd/storesim/cli -run '^TestDiffBlobFile$'"
+	url := "blob:file://" + t.TempDir()
+	for _, p := range []string{"calm", "default"} {
+		got := storesim("diff", "--driver", "memory", "--driver", url, "--seeds", "0:6", "--profile", p)
+		if got.code != exitPass || !strings.Contains(got.stderr, "seeds: 6 passed, 0 diverged, 0 failed otherwise") {
+			t.Fatalf("diff memory vs %s --profile %s: exit %d\n%s%s (repro: %s)", url, p, got.code, got.stdout, got.stderr, rerun)
+		}
+	}
+}
