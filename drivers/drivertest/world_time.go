@@ -139,11 +139,29 @@ func (w *world) settle() bool {
 	}
 	// Real time has no "nothing runnable": a driver that has not called back
 	// for quietFor is taken as quiet (a call that never ends stays pending).
+	// Evidence alone is not enough: a driver may prove ENDED before its row
+	// results are final (a PUBLISH whose bytes are copied, the store's
+	// answer still to come), so the wait is for both.
 	w.lastKick.Store(int64(w.rt.Now()))
 	w.until(func() bool {
-		return (w.allEvidenced() && !w.reactQueued.Load()) || w.rt.Now()-time.Duration(w.lastKick.Load()) > quietFor
+		return (w.allEvidenced() && w.allFinal() && !w.reactQueued.Load()) || w.rt.Now()-time.Duration(w.lastKick.Load()) > quietFor
 	})
 	return w.allEvidenced()
+}
+
+// allFinal: every accepted call's every row result is final.
+func (w *world) allFinal() bool {
+	w.mu.Lock()
+	calls := append([]*callT(nil), w.calls...)
+	w.mu.Unlock()
+	for _, ct := range calls {
+		for _, st := range ct.c.Results() {
+			if !st.Final() {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // runIdle runs the simulator until nothing is runnable, within the case's
