@@ -8,6 +8,7 @@ out=${BENCH_OUT:-$(mktemp)}
 run() { go test -run '^$' -count 1 "$@" | tee -a "$out" | grep -E '^Benchmark' ; }
 : > "$out"
 : > "$out.memcached"
+: > "$out.blob"
 echo "# machine: $(nproc) cores, $(go version | cut -d' ' -f3-), $(date -u +%F)"
 run -bench 'Loop' -benchtime 2000000x -count 3 ./sim
 run -bench 'RunSeed|PipelineVsBare' -benchtime 300x -benchmem ./fuzz/engine
@@ -30,6 +31,14 @@ if [ -n "${STORESIM_MEMCACHED_ADDR:-}" ]; then
   done
   go test -run '^$' -bench 'Certify' -benchtime 1x ./drivers/memcachedriver | tee -a "$out.memcached" | grep -E '^Benchmark'
 fi
+# The object-store driver (drivers/blobdriver) needs no server — a file
+# bucket on a temporary directory, and S3 through the in-process gofakes3
+# of drivers/blobdriver/blobtest — so it always runs. A file of its own,
+# like memcached's.
+for b in 'MonitorOverhead' 'PublishFetch16/(file|s3)/serial/slot=4KiB'; do
+  go test -run '^$' -bench "$b" -benchtime 100x -count 5 ./drivers/blobdriver | tee -a "$out.blob" | grep -E '^Benchmark'
+done
+go test -run '^$' -bench 'Certify' -benchtime 1x ./drivers/blobdriver | tee -a "$out.blob" | grep -E '^Benchmark'
 # The process boundary (drivers/procdriver): the Python reference driver
 # vs the Go memory driver, both in real time (needs python3).
 if command -v python3 >/dev/null; then
@@ -84,6 +93,16 @@ if [ -n "${STORESIM_MEMCACHED_ADDR:-}" ]; then
 else
   echo "memcached driver: skipped (no STORESIM_MEMCACHED_ADDR; run scripts/with-memcached.sh scripts/bench.sh)"
 fi
+for st in file s3; do
+  # metric over the blob driver's file (an assignment before a function call holds during the call).
+  bo=$(out="$out.blob" metric "BenchmarkMonitorOverhead/$st/monitored" monitored/bare)
+  br=$(out="$out.blob" metric "BenchmarkPublishFetch16/$st/serial/slot=4KiB" rows/s)
+  bc=$(out="$out.blob" metric "BenchmarkCertify/$st/scale=cli" s/certification)
+  bs=$(out="$out.blob" metric "BenchmarkCertify/$st/scale=short" s/certification)
+  what=$([ "$st" = file ] && echo "file bucket, temporary directory" || echo "S3, in-process gofakes3 over loopback HTTP")
+  awk -v w="$what" -v m="$bo" -v r="$br" 'BEGIN{printf "blob driver (%s): monitor overhead monitored/bare = %.3f (paired, median of 5), throughput loss %.1f %%; %.0f rows/s (16-row publish + fetch, 4 KiB slots, serial)\n", w, m, 100*(1-1/m), r}'
+  awk -v w="$what" -v c="$bc" -v s="$bs" 'BEGIN{printf "blob driver (%s): certification %.1f s (the CLI scale), %.1f s (-short)\n", w, c, s}'
+done
 awk -v f="$fz" 'BEGIN{printf "fuzz: one 100-op decode+run = %.2f ms → %.0f execs/s per core before coverage instrumentation\n", f/1e6, 1e9/f}'
 
 # ## ratios: the fixed labels of issue 18, one "label: value" per line, so a

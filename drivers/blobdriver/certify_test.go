@@ -22,7 +22,7 @@ type certRig struct {
 	made        atomic.Int64
 }
 
-func newCertRig(t *testing.T, url, tag string) *certRig {
+func newCertRig(t testing.TB, url, tag string) *certRig {
 	t.Helper()
 	r := &certRig{url: url, prefix: fmt.Sprintf("storesim-certify/%d/%s/", os.Getpid(), tag)}
 	var err error
