@@ -126,7 +126,7 @@ go build -o "$bin/storesim" ./cmd/storesim
 spm=$("$bin/storesim" run --seeds 0:20000 --workers 2 2>&1 >/dev/null | sed -n 's/.*(\([0-9]*\) seeds\/min.*/\1/p' | head -1)
 mkdir -p "$bin/fuzzstats"
 fz=$(STORESIM_FUZZ_STATS="$bin/fuzzstats" go test -run '^$' -fuzz '^FuzzOpLog$' -fuzztime 20s -parallel 2 ./fuzz 2>&1 |
-  sed -n 's/^fuzz: elapsed: \([0-9]*\)s, execs: \([0-9]*\) .*/\1 \2/p' | awk '$2>0 && !t0 {t0=$1; e0=$2} $2>0 {t=$1; e=$2} END{if (t>t0) printf "%.0f", (e-e0)/(t-t0); else print "?"}')
+  sed -n 's/^fuzz: elapsed: \([0-9]*\)s, execs: \([0-9]*\) .*/\1 \2/p' | awk '$2>0 && !seen {seen=1; t0=$1; e0=$2} $2>0 {t=$1; e=$2} END{if (t>t0) printf "%.0f", (e-e0)/(t-t0); else print "?"}')
 cs=$(for i in 1 2 3; do s0=$(date +%s.%N); "$bin/storesim" certify --driver memory >/dev/null 2>&1 || true; echo "$s0 $(date +%s.%N)"; done |
   awk '{print $2-$1}' | sort -g | sed -n 2p)
 fzops=$(cat "$bin"/fuzzstats/* 2>/dev/null | awk '{r+=$1; o+=$2} END{if (r) printf "%.0f", o/r; else print "?"}')
