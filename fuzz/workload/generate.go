@@ -216,6 +216,21 @@ type gen struct {
 	keys   int
 	recent [][]time.Duration // op times per key number, for MaxPerKey
 	names  []string          // "k<n>" per key number, made once
+
+	keySlab  []string // storage of the views' keys (slab)
+	maskSlab []bool
+}
+
+// slab hands out room for a view of n rows from storage shared by the
+// log's views (one allocation per 64 views, not two per view); each slice's
+// capacity ends at n, so an append to one never writes into the next.
+func (g *gen) slab(n int) ([]string, []bool) {
+	if len(g.keySlab)+n > cap(g.keySlab) {
+		g.keySlab, g.maskSlab = make([]string, 0, 64*8), make([]bool, 0, 64*8)
+	}
+	i := len(g.keySlab)
+	g.keySlab, g.maskSlab = g.keySlab[:i+n], g.maskSlab[:i+n]
+	return g.keySlab[i : i : i+n], g.maskSlab[i : i : i+n]
 }
 
 func (g *gen) name(i int) string {
@@ -227,8 +242,7 @@ func (g *gen) name(i int) string {
 
 func (g *gen) view(at time.Duration) ([]string, []bool) {
 	n := 1 + g.r.Intn(8)
-	keys := make([]string, 0, n)
-	mask := make([]bool, 0, n)
+	keys, mask := g.slab(n)
 	var idxBuf [8]int
 	idx := idxBuf[:0]
 	for len(keys) < n {

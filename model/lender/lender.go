@@ -104,6 +104,7 @@ type Loan struct {
 	marked  *backend.Outcome // the outcome the marks were taken from
 	proven  bool             // retained, then access ENDED
 	seen    backend.Outcome  // outcome at release (S-RELEASE re-checks it)
+	inl     [8]SlotRef       // slots' storage for a loan of up to 8 (one allocation per loan)
 }
 
 // ID is unique per lender, from 1.

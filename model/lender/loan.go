@@ -15,7 +15,11 @@ func (l *Lender) Lend(n int) (*Loan, error) {
 		return nil, ErrNotHolder
 	}
 	l.nextLoan++
-	ln := &Loan{id: l.nextLoan, state: Lent, slots: make([]SlotRef, 0, n)}
+	ln := &Loan{id: l.nextLoan, state: Lent}
+	ln.slots = ln.inl[:0:len(ln.inl)]
+	if n > len(ln.inl) {
+		ln.slots = make([]SlotRef, 0, n)
+	}
 	for _, a := range l.arenas {
 		for s := 0; s < a.Region().Slots && len(ln.slots) < n; s++ {
 			if a.State(s) == arena.AtLender {
