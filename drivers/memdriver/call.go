@@ -28,9 +28,10 @@ type call struct {
 	inFlight  int  // rows transferring plus late writes pending
 	steps     int  // chunks moved, for error-after
 	version   uint64
-	delivered uint64 // version seen by the last callback that returned
-	running   bool   // a callback is running
-	listed    bool   // queued in d.toWake
+	delivered uint64     // version seen by the last callback that returned
+	running   bool       // a callback is running
+	listed    bool       // queued in d.toWake
+	handle    callHandle // what Submit returns
 
 	// Inline storage for a small call's slices: one allocation per call
 	// instead of six (most calls carry a few rows).

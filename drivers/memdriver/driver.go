@@ -341,7 +341,8 @@ func (d *Driver) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, erro
 	}
 	c := d.newCall(move, onChange)
 	d.rt.After(d.delay(c), d.lblBegin, func() { d.begin(c) })
-	return &callHandle{d, c}, nil
+	c.handle = callHandle{d, c}
+	return &c.handle, nil // part of the call: no allocation of its own
 }
 
 // validate is D-SUB-1: the whole batch against the capabilities and the

@@ -129,6 +129,7 @@ type batch struct {
 }
 
 type call struct {
+	tap         callTap // what the tap's Submit returns
 	b           *batch
 	id          drivers.CallID
 	rows        []drivers.Row

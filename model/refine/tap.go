@@ -66,7 +66,8 @@ func (t *tap) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error) 
 	if c == nil || mc == nil {
 		return c, err
 	}
-	return &callTap{m: t.m, c: c, mc: mc}, err
+	mc.tap = callTap{m: t.m, c: c, mc: mc}
+	return &mc.tap, err // part of the model's call: no allocation of its own
 }
 
 func (t *tap) Drain() drivers.DrainStatus {
