@@ -151,7 +151,11 @@ func Check(in CheckInput) CheckResult {
 		if in.Idle {
 			add(ep.Name, ep.Recorder.LivenessViolations(in.At)...)
 		}
-		res.History = append(res.History, ep.Recorder.History()...)
+		if h := ep.Recorder.History(); res.History == nil {
+			res.History = h // a fresh copy already: the first endpoint's is kept as it is
+		} else {
+			res.History = append(res.History, h...)
+		}
 		if in.Idle && in.ExpectShutdown && ep.Backend != nil && !ep.Down {
 			add(ep.Name, rules.Violation{Rule: rules.BShut, Class: rules.Liveness, Row: -1, At: in.At, Detail: "backend shutdown never returned"})
 		}
