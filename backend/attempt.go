@@ -70,7 +70,6 @@ type Attempt struct {
 	mask    []bool
 	batches []*batch
 	open    int // batches neither done nor dropped
-	inl     attemptInline
 
 	state  State
 	served []bool // set at Delivered

@@ -108,23 +108,14 @@ func (b *Backend) room(n int) error {
 func (b *Backend) newAttempt(dir drivers.Direction, v drivers.View, cuts [][]drivers.Row) *Attempt {
 	b.nextAttempt++
 	b.stats.Attempts++
-	a := &Attempt{b: b, id: b.nextAttempt, dir: dir}
-	if n, nm := len(v.Rows), len(v.Mask); n <= len(a.inl.rows) && nm <= len(a.inl.mask) {
-		a.rows, a.mask, a.acc = append(a.inl.rows[:0:n], v.Rows...), append(a.inl.mask[:0:nm], v.Mask...), a.inl.acc[:n:n]
-	} else {
-		a.rows, a.mask, a.acc = append([]drivers.Row(nil), v.Rows...), append([]bool(nil), v.Mask...), make([]bool, n)
+	a := &Attempt{
+		b: b, id: b.nextAttempt, dir: dir,
+		rows: append([]drivers.Row(nil), v.Rows...),
+		mask: append([]bool(nil), v.Mask...),
+		acc:  make([]bool, len(v.Rows)),
 	}
-	if len(cuts) <= len(a.inl.bptrs) {
-		a.batches = a.inl.bptrs[:0:len(cuts)]
-	}
-	for i, rows := range cuts {
-		var bt *batch
-		if i < len(a.inl.batches) {
-			bt = &a.inl.batches[i]
-		} else {
-			bt = new(batch)
-		}
-		*bt = batch{a: a, rows: rows}
+	for _, rows := range cuts {
+		bt := &batch{a: a, rows: rows}
 		a.batches = append(a.batches, bt)
 		b.queue = append(b.queue, bt)
 	}
