@@ -451,13 +451,14 @@ func (r *run) harness(ep *Endpoint, err error) {
 	r.found = append(r.found, rules.Violation{Rule: rules.HarnessErr, Class: rules.Harness, Endpoint: ep.Name, Row: -1, At: r.rt.Now(), Seed: r.log.Seed, Detail: err.Error()})
 }
 
-// content is the distinguishable object a publish writes: a function of the
-// seed, the op and the row, so every publish carries its own digest.
-func content(seed uint64, op, row, n int) []byte {
+// Content is the distinguishable object a publish row writes: a function
+// of the seed, the op and the row, so every publish carries its own digest.
+// A run's publishes (and a differential run's, fuzz/diff) write it.
+func Content(seed uint64, op, row, n int) []byte {
 	return contentInto(nil, seed, op, row, n)
 }
 
-// contentInto is content written into buf's storage when it is large enough.
+// contentInto is Content written into buf's storage when it is large enough.
 func contentInto(buf []byte, seed uint64, op, row, n int) []byte {
 	g := sim.NewRand(sim.Mix(seed, uint64(op)<<20|uint64(row)))
 	b := buf[:0]

@@ -123,7 +123,7 @@ func done(c drivers.Call, rows int) bool {
 }
 
 // object is the content the probe publishes from row of its op.
-func (x *probe) object(row, n int) []byte { return content(x.p.r.log.Seed, x.op, 1000+row, n) }
+func (x *probe) object(row, n int) []byte { return Content(x.p.r.log.Seed, x.op, 1000+row, n) }
 
 // settled records what a probe publish of key left behind: a row that
 // FAULTed, or a call without proof that it ended, may still land.
