@@ -213,16 +213,18 @@ func (b *Backend) changed(a *Attempt) {
 	b.dirty = append(b.dirty, a)
 	if !b.notifyPosted {
 		b.notifyPosted = true
-		b.rt.Post(b.cfg.Name+"/notify", b.flush)
+		b.rt.Post(b.notifyLabel, b.flush)
 	}
 }
 
 func (b *Backend) flush() {
 	b.notifyPosted = false
 	list := b.dirty
-	b.dirty = nil
+	b.dirty = b.spareDirty[:0] // two buffers, swapped: no allocation per flush
 	for _, a := range list {
 		a.dirty = false
 		b.cfg.OnChange(a)
 	}
+	clear(list)
+	b.spareDirty = list[:0]
 }

@@ -95,6 +95,10 @@ type Backend struct {
 	d    drivers.Driver
 	caps drivers.Capabilities
 	cfg  Config
+	// labels of the events the backend schedules often, built once: a
+	// label formatted per event would cost an allocation each time.
+	callLabel, notifyLabel string
+	spareDirty             []*Attempt // flush's drained list, reused by the next
 
 	regions   []drivers.Region
 	bindings  []*binding // in region order
@@ -147,6 +151,7 @@ func New(rt sim.Runtime, d drivers.Driver, regions []drivers.Region, cfg Config)
 	}
 	b := &Backend{
 		rt: rt, d: d, caps: caps, cfg: cfg,
+		callLabel: cfg.Name + "/call", notifyLabel: cfg.Name + "/notify",
 		regions:  append([]drivers.Region(nil), regions...),
 		byHandle: make(map[drivers.Handle]*binding, len(regions)),
 	}

@@ -146,7 +146,7 @@ func (b *Backend) submit(bt *batch, rows []drivers.Row) {
 	bt.call, bt.phase = c, calling
 	b.inFlight++
 	dc, err := b.safeSubmit(drivers.RowBatch{Dir: bt.a.dir, Rows: rows},
-		b.rt.Wake(b.cfg.Name+"/call", func() { b.onCall(c) }))
+		b.rt.Wake(b.callLabel, func() { b.onCall(c) }))
 	if err == nil {
 		c.dc, c.id = dc, dc.ID()
 		b.stats.Calls++
