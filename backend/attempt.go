@@ -106,6 +106,9 @@ func (a *Attempt) Committed() bool { return a.state != Pending }
 // Access is the attempt's access evidence (B-ACCESS).
 func (a *Attempt) Access() drivers.Access { return a.access }
 
+// Rows is the number of rows of the attempt's view (View without the copy).
+func (a *Attempt) Rows() int { return len(a.rows) }
+
 // Batches is the number of batches the view was cut into.
 func (a *Attempt) Batches() int { return len(a.batches) }
 

@@ -108,15 +108,23 @@ func (b *Backend) room(n int) error {
 func (b *Backend) newAttempt(dir drivers.Direction, v drivers.View, cuts [][]drivers.Row) *Attempt {
 	b.nextAttempt++
 	b.stats.Attempts++
+	n := len(v.Rows)
+	bits := make([]bool, n+len(v.Mask)) // acc, then the mask's copy: one allocation
 	a := &Attempt{
 		b: b, id: b.nextAttempt, dir: dir,
 		rows: append([]drivers.Row(nil), v.Rows...),
-		mask: append([]bool(nil), v.Mask...),
-		acc:  make([]bool, len(v.Rows)),
+		acc:  bits[:n:n],
 	}
-	for _, rows := range cuts {
-		bt := &batch{a: a, rows: rows}
-		a.batches = append(a.batches, bt)
+	if v.Mask != nil {
+		a.mask = bits[n:]
+		copy(a.mask, v.Mask)
+	}
+	bs := make([]batch, len(cuts)) // every batch of the attempt in one allocation
+	a.batches = make([]*batch, len(cuts))
+	for i, rows := range cuts {
+		bt := &bs[i]
+		bt.a, bt.rows = a, rows
+		a.batches[i] = bt
 		b.queue = append(b.queue, bt)
 	}
 	a.open = len(cuts)

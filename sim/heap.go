@@ -9,20 +9,28 @@ type event struct {
 	tie   uint64
 	id    uint64
 	label string
-	fn    func()
-	w     *waker        // a wake's delivery (fn is nil): clears w.queued, runs w.fn
+	r     Runner        // the work: a func, a wake's delivery (*waker) or a caller's Runner
 	due   time.Duration // PCT: the latest time it may run (at, or a wake's at+MaxWakeDelay)
 	src   int32         // PCT: its priority source
 }
 
 // call runs the event's work.
-func (e *event) call() {
-	if w := e.w; w != nil {
-		w.queued = false
-		w.fn()
-		return
-	}
-	e.fn()
+func (e *event) call() { e.r.Run() }
+
+// Runner is work an event runs. [Scheduler.AfterRun] takes one, so a caller
+// holding a pointer to its state schedules it without a closure per event.
+type Runner interface{ Run() }
+
+// funcRunner is a func as a Runner: a func is pointer-shaped, so the
+// conversion allocates nothing.
+type funcRunner func()
+
+func (f funcRunner) Run() { f() }
+
+// Run delivers a wake: clears queued (a later trigger queues it again), runs fn.
+func (w *waker) Run() {
+	w.queued = false
+	w.fn()
 }
 
 func (a *event) before(b *event) bool {

@@ -162,10 +162,16 @@ func (s *Scheduler) Rand(subsystem string) *Rand { return NewRand(SubSeed(s.root
 
 // After implements [Runtime].
 func (s *Scheduler) After(d time.Duration, label string, fn func()) Timer {
+	return s.AfterRun(d, label, funcRunner(fn))
+}
+
+// AfterRun is After for a Runner: r.Run runs once, d from now. The event is
+// the same as After's (same id, order and trace); only the closure is saved.
+func (s *Scheduler) AfterRun(d time.Duration, label string, r Runner) Timer {
 	if d < 0 {
 		d = 0
 	}
-	id := s.push(s.now+d, label, fn, nil)
+	id := s.push(s.now+d, label, r)
 	s.queued[id] = true
 	return NewTimer(s, id)
 }
@@ -227,8 +233,8 @@ func (s *Scheduler) AddPending(name string, list func() []string) {
 	s.pending = append(s.pending, pendingSource{name, list})
 }
 
-// push queues fn, or w's delivery when w is set.
-func (s *Scheduler) push(at time.Duration, label string, fn func(), w *waker) uint64 {
+// push queues r: a func, a wake's delivery or a caller's Runner.
+func (s *Scheduler) push(at time.Duration, label string, r Runner) uint64 {
 	s.seq++
 	if s.queue.len() >= s.maxQueue {
 		// The id is spent (a Timer may name it), the event never runs.
@@ -239,13 +245,13 @@ func (s *Scheduler) push(at time.Duration, label string, fn func(), w *waker) ui
 	}
 	if s.script != nil || s.pct != nil {
 		// No seeded tie-break: the heap orders by (time, creation).
-		e := event{at: at, due: at, id: s.seq, label: label, fn: fn, w: w}
+		e := event{at: at, due: at, id: s.seq, label: label, r: r}
 		if s.pct != nil {
 			e.src = s.pct.eventSource()
 		}
 		s.queue.push(e)
 	} else {
-		s.queue.push(event{at: at, tie: s.rng.Uint64(), id: s.seq, label: label, fn: fn, w: w})
+		s.queue.push(event{at: at, tie: s.rng.Uint64(), id: s.seq, label: label, r: r})
 	}
 	if s.rec != nil {
 		s.rec.pushed(s.seq, s.steps, at)
@@ -269,7 +275,7 @@ func (s *Scheduler) drainInbox() {
 			if s.pct != nil {
 				s.pct.cur.Store(p.src) // a post belongs to the chain that posted it
 			}
-			s.push(s.now, p.label, p.fn, nil)
+			s.push(s.now, p.label, funcRunner(p.fn))
 			if s.pct != nil {
 				s.pct.cur.Store(-1)
 			}
@@ -295,7 +301,7 @@ func (s *Scheduler) drainInbox() {
 			if s.opts.MaxWakeDelay > 0 {
 				d = time.Duration(s.rng.Intn(int(s.opts.MaxWakeDelay) + 1))
 			}
-			s.push(s.now+d, w.label, nil, w)
+			s.push(s.now+d, w.label, w)
 			if s.rec != nil {
 				s.rec.wake(s.seq, s.wakes, s.now)
 			}
@@ -315,7 +321,7 @@ func (s *Scheduler) coalesce() bool {
 // may deliver it as late as MaxWakeDelay after the trigger.
 func (s *Scheduler) pushWake(at time.Duration, w *waker) {
 	s.seq++
-	e := event{at: at, due: at, id: s.seq, label: w.label, w: w}
+	e := event{at: at, due: at, id: s.seq, label: w.label, r: w}
 	if s.pct != nil {
 		if w.src < 0 {
 			w.src = s.pct.newSource()

@@ -62,8 +62,12 @@ func (r *run) attemptAdmitted(op int, ep *Endpoint, a *backend.Attempt, loan *le
 	if r.attempts == nil {
 		r.attempts = map[*backend.Attempt]*attemptSeen{}
 	}
-	r.attempts[a] = &attemptSeen{op: op, ep: ep, loan: loan, state: backend.Pending, access: drivers.AccessPending, loaned: lender.Lent}
-	r.event(attemptEvent{endpoint: ep.Name, kind: evAdmitted, a: a, op: op, rows: len(a.View().Rows), batches: a.Batches()})
+	if len(r.seen) == cap(r.seen) { // attemptSeen records come in chunks, one allocation per chunk
+		r.seen = make([]attemptSeen, 0, max(16, len(r.log.Ops)/2))
+	}
+	r.seen = append(r.seen, attemptSeen{op: op, ep: ep, loan: loan, state: backend.Pending, access: drivers.AccessPending, loaned: lender.Lent})
+	r.attempts[a] = &r.seen[len(r.seen)-1]
+	r.event(attemptEvent{endpoint: ep.Name, kind: evAdmitted, a: a, op: op, rows: a.Rows(), batches: a.Batches()})
 }
 
 // attemptChanged notes a committed outcome, an access change and the

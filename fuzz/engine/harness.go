@@ -252,6 +252,7 @@ type run struct {
 	// attempts and attemptNotes follow every attempt for the timeline
 	// (attempt.go): outcome, access and the lender's release, as notes.
 	attempts      map[*backend.Attempt]*attemptSeen
+	seen          []attemptSeen // the current chunk the attempts' records live in
 	attemptEvents []attemptEvent
 	// attemptNotesDropped counts the attempt events beyond model.MaxNotes.
 	attemptNotesDropped int
@@ -266,7 +267,12 @@ type opState struct {
 	ep      *Endpoint
 	attempt *backend.Attempt
 	skipped string
+	r       *run // Run's receiver: the op's event is its state, no closure
+	i       int
 }
+
+// Run is the op's scheduled event (sim.Runner).
+func (st *opState) Run() { st.r.do(st.i, st) }
 
 func (r *run) setup() error {
 	o := SchedFor(r.log)
@@ -371,9 +377,9 @@ func (r *run) schedule() {
 	sts := make([]opState, len(r.log.Ops)) // one allocation for every op's state
 	for i, op := range r.log.Ops {
 		st := &sts[i]
-		*st = opState{op: op, ep: r.byEp[op.Endpoint]}
+		*st = opState{op: op, ep: r.byEp[op.Endpoint], r: r, i: i}
 		r.ops = append(r.ops, st)
-		r.s.After(op.At, "op", func() { r.do(i, st) })
+		r.s.AfterRun(op.At, "op", st)
 	}
 }
 
