@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/sim"
 )
 
 type phase uint8
@@ -146,7 +147,7 @@ func (b *Backend) submit(bt *batch, rows []drivers.Row) {
 	bt.call, bt.phase = c, calling
 	b.inFlight++
 	dc, err := b.safeSubmit(drivers.RowBatch{Dir: bt.a.dir, Rows: rows},
-		b.rt.Wake(b.callLabel, func() { b.onCall(c) }))
+		sim.WakeRun(b.rt, b.callLabel, c))
 	if err == nil {
 		c.dc, c.id = dc, dc.ID()
 		b.stats.Calls++
@@ -407,3 +408,7 @@ func (b *Backend) cancelCalls(a *Attempt) {
 		}()
 	}
 }
+
+// Run is the call's change callback (sim.Runner): the backend reads the
+// driver's current state for it.
+func (c *call) Run() { c.bt.a.b.onCall(c) }

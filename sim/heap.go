@@ -30,7 +30,7 @@ func (f funcRunner) Run() { f() }
 // Run delivers a wake: clears queued (a later trigger queues it again), runs fn.
 func (w *waker) Run() {
 	w.queued = false
-	w.fn()
+	w.r.Run()
 }
 
 func (a *event) before(b *event) bool {

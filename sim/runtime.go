@@ -49,3 +49,25 @@ func (t Timer) Stop() bool {
 	}
 	return t.owner.StopTimer(t.id)
 }
+
+// AfterRun is rt.After for a [Runner]: r.Run runs once, d from now. A
+// runtime that schedules Runners itself (the [Scheduler]) does it without a
+// closure; any other gets r.Run as the func.
+func AfterRun(rt Runtime, d time.Duration, label string, r Runner) Timer {
+	if rr, ok := rt.(interface {
+		AfterRun(time.Duration, string, Runner) Timer
+	}); ok {
+		return rr.AfterRun(d, label, r)
+	}
+	return rt.After(d, label, r.Run)
+}
+
+// WakeRun is rt.Wake for a [Runner], as [AfterRun] is for After.
+func WakeRun(rt Runtime, label string, r Runner) func() {
+	if rr, ok := rt.(interface {
+		WakeRun(string, Runner) func()
+	}); ok {
+		return rr.WakeRun(label, r)
+	}
+	return rt.Wake(label, r.Run)
+}

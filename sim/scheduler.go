@@ -110,7 +110,7 @@ type posted struct {
 
 type waker struct {
 	label  string
-	fn     func()
+	r      Runner
 	queued bool  // an event for it is in the queue and has not run
 	src    int32 // PCT: its priority source, -1 until its first trigger
 }
@@ -219,7 +219,13 @@ func (s *Scheduler) dropLocked(label, where string, bound int) {
 // Wake implements [Runtime]. The trigger is safe from any goroutine; the
 // scheduler decides delay, order and coalescing from the seed.
 func (s *Scheduler) Wake(label string, fn func()) func() {
-	w := &waker{label: label, fn: fn, src: -1}
+	return s.WakeRun(label, funcRunner(fn))
+}
+
+// WakeRun is Wake for a Runner: each delivery runs r.Run; the trigger and
+// its events are the same as Wake's, without a closure for the work.
+func (s *Scheduler) WakeRun(label string, r Runner) func() {
+	w := &waker{label: label, r: r, src: -1}
 	return func() {
 		s.mu.Lock()
 		s.postLocked(posted{label: label, wake: w})
