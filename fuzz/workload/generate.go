@@ -105,6 +105,12 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 	}
 	nkeys := 4 + r.Intn(cfg.Ops/2+1)
 	g := gen{r: r, cfg: cfg, keys: nkeys, recent: make([][]time.Duration, nkeys), names: make([]string, nkeys)}
+	// Every key's window starts with room for MaxPerKey times, all in one
+	// allocation (a repeat inside a view may still grow one past it).
+	times := make([]time.Duration, nkeys*cfg.MaxPerKey)
+	for k := range g.recent {
+		g.recent[k] = times[k*cfg.MaxPerKey : k*cfg.MaxPerKey : (k+1)*cfg.MaxPerKey]
+	}
 	down := map[string]bool{}
 	midShutdown := -1
 	if nEnd > 1 && r.Chance(0.15) {
