@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -150,6 +151,10 @@ func New(opts Options) *Scheduler {
 	}
 	return s
 }
+
+// Reserve makes room for n queued events, so a run that knows its size
+// (a log's ops are queued up front) grows the queue once.
+func (s *Scheduler) Reserve(n int) { s.queue.es = slices.Grow(s.queue.es, n) }
 
 // Seed is the run's seed.
 func (s *Scheduler) Seed() uint64 { return s.root }

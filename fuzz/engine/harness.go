@@ -278,6 +278,7 @@ func (r *run) setup() error {
 	o := SchedFor(r.log)
 	o.Record = r.cfg.RecordSchedule
 	r.s = sim.New(o)
+	r.s.Reserve(len(r.log.Ops) + 64) // every op up front, and the calls in flight
 	r.rt = r.s
 	store, err := memdriver.NewStore(memdriver.StoreOptions{
 		Evicting: r.log.Store == "evicting", EvictChance: EvictChance(r.log.Store),

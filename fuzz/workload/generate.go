@@ -117,7 +117,8 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 		midShutdown = cfg.Ops/2 + r.Intn(cfg.Ops/2+1)
 	}
 	var at time.Duration
-	var rowOps []int
+	rowOps := make([]int, 0, cfg.Ops)
+	l.Ops = make([]Op, 0, cfg.Ops+cfg.Ops/8+len(l.Endpoints)+8) // the ops, a few Quiesce and probes, the shutdowns
 	// Rare paths come from a stream of their own, so the rest of the
 	// workload is what it would be without them: a malformed view now and
 	// then, and Quiesce questions about recent attempts.
