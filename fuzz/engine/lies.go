@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/sim"
@@ -52,8 +54,12 @@ var lieKinds = []struct {
 
 // IsLie reports whether a fault line is a lie ("fault lie-… rate=R").
 func IsLie(line string) bool {
-	f := strings.Fields(line)
-	return len(f) >= 2 && f[0] == "fault" && strings.HasPrefix(f[1], "lie-")
+	// strings.Fields(line)[0] == "fault" && [1] starts "lie-", without the slice.
+	rest, ok := strings.CutPrefix(strings.TrimLeftFunc(line, unicode.IsSpace), "fault")
+	if r, _ := utf8.DecodeRuneInString(rest); !ok || !unicode.IsSpace(r) {
+		return false
+	}
+	return strings.HasPrefix(strings.TrimLeftFunc(rest, unicode.IsSpace), "lie-")
 }
 
 // ErrBadLie names a lie line that does not parse.
