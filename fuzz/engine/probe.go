@@ -217,7 +217,7 @@ func (p *prober) quiet() func() {
 		name string
 		rate float64
 	}
-	var undo []was
+	undo := make([]was, 0, len(callFaults))
 	for _, f := range callFaults {
 		if rate := f.rate(m); rate > 0 && p.ctl.SetFault(f.name, 0) == nil {
 			undo = append(undo, was{f.name, rate})
