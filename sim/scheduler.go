@@ -79,6 +79,9 @@ type Scheduler struct {
 
 	mu    sync.Mutex
 	inbox []posted
+	// posts counts what the inbox holds (written under mu): a Step with
+	// nothing posted skips the lock.
+	posts atomic.Int64
 	// spareInbox is the drained inbox's storage, reused by the next drain
 	// (only drainInbox, on the stepping goroutine, touches it).
 	spareInbox []posted
@@ -212,6 +215,7 @@ func (s *Scheduler) postLocked(p posted) {
 		return
 	}
 	s.inbox = append(s.inbox, p)
+	s.posts.Store(int64(len(s.inbox)))
 }
 
 // dropLocked counts one trigger or event refused at a bound.
@@ -273,9 +277,13 @@ func (s *Scheduler) push(at time.Duration, label string, r Runner) uint64 {
 // drainInbox moves posted work into the queue in inbox order, deciding each
 // callback's delay and coalescing from the seed (or the script).
 func (s *Scheduler) drainInbox() {
+	if s.posts.Load() == 0 {
+		return
+	}
 	s.mu.Lock()
 	in := s.inbox
 	s.inbox = s.spareInbox[:0] // two buffers, swapped: no allocation per step
+	s.posts.Store(0)
 	s.mu.Unlock()
 	defer func() {
 		clear(in)
@@ -426,9 +434,7 @@ func (s *Scheduler) TraceHash() uint64 { return s.trace }
 
 // Idle reports whether nothing is queued or posted.
 func (s *Scheduler) Idle() bool {
-	s.mu.Lock()
-	n := len(s.inbox)
-	s.mu.Unlock()
+	n := s.posts.Load()
 	return n == 0 && s.queue.len()-len(s.stops) <= 0
 }
 
