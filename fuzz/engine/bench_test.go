@@ -16,6 +16,7 @@ import (
 //
 //	go test -bench RunSeed -run '^$' ./fuzz/engine
 func BenchmarkRunSeed(b *testing.B) {
+	TuneGC() // as the swarm runs seeds (GOGC in the environment overrides it)
 	var steps uint64
 	seed := uint64(0)
 	for b.Loop() {
@@ -66,6 +67,7 @@ func BenchmarkModelCost(b *testing.B) {
 //
 //	go test -bench PipelineVsBare -run '^$' ./fuzz/engine
 func BenchmarkPipelineVsBare(b *testing.B) {
+	TuneGC() // the main job's GC setting, for both loops
 	var ratios []float64
 	var mallocs uint64
 	var ms runtime.MemStats
