@@ -66,20 +66,28 @@ func (h *eventHeap) pop() event {
 	return top
 }
 
+// up and down move a hole instead of swapping: an event is copied once per
+// level, not twice (events are 72 bytes).
 func (h *eventHeap) up(i int) {
 	es := h.es
+	e := es[i]
 	for i > 0 {
 		p := (i - 1) / 2
-		if !es[i].before(&es[p]) {
+		if !e.before(&es[p]) {
 			break
 		}
-		es[i], es[p] = es[p], es[i]
+		es[i] = es[p]
 		i = p
 	}
+	es[i] = e
 }
 
 func (h *eventHeap) down(i int) {
 	es, n := h.es, len(h.es)
+	if i >= n {
+		return
+	}
+	e := es[i]
 	for {
 		l := 2*i + 1
 		if l >= n {
@@ -89,10 +97,11 @@ func (h *eventHeap) down(i int) {
 		if r := l + 1; r < n && es[r].before(&es[l]) {
 			m = r
 		}
-		if !es[m].before(&es[i]) {
+		if !es[m].before(&e) {
 			break
 		}
-		es[i], es[m] = es[m], es[i]
+		es[i] = es[m]
 		i = m
 	}
+	es[i] = e
 }
