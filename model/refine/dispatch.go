@@ -19,7 +19,7 @@ func (m *Model) head() *batch {
 		if b.phase == queued && !m.committed(b.a) {
 			return b
 		}
-		m.queue = m.queue[1:]
+		m.queue = slices.Delete(m.queue, 0, 1) // in place: the queue keeps its capacity
 		if b.phase == queued {
 			b.phase = dropped
 		}
@@ -132,9 +132,11 @@ func (m *Model) lookedUp(keys []string, present []bool, err error) {
 		b.a.failCause = fmt.Sprintf("the lookup of %q failed: %v", keys, err)
 		return
 	}
-	b.present = slices.Clone(present)
-	if len(present) != len(b.rows) {
-		b.present = make([]bool, len(b.rows))
+	b.present = presentOf(b)
+	if len(present) == len(b.rows) {
+		copy(b.present, present)
+	} else {
+		clear(b.present)
 	}
 	for i, r := range b.rows {
 		switch {
@@ -144,18 +146,30 @@ func (m *Model) lookedUp(keys []string, present []bool, err error) {
 			b.a.missed++ // absent: a miss, never fetched
 		}
 	}
-	m.pending = &lookup{b: b, present: b.present}
+	m.pending = b
+}
+
+// presentOf is b's share of its attempt's lookup storage: the batches cut
+// the masked-in rows in order, so b's rows start after the earlier ones'.
+func presentOf(b *batch) []bool {
+	off := 0
+	for i := range b.a.batches {
+		if &b.a.batches[i] == b {
+			break
+		}
+		off += len(b.a.batches[i].rows)
+	}
+	return b.a.present[off : off+len(b.rows) : off+len(b.rows)]
 }
 
 // settleLookup ends a first lookup that no Submit followed: its batch needs
 // nothing more from the store, or the backend forgot it.
 func (m *Model) settleLookup() {
-	p := m.pending
-	if p == nil {
+	b := m.pending
+	if b == nil {
 		return
 	}
 	m.pending = nil
-	b := p.b
 	if restLen(b) > 0 && !m.committed(b.a) {
 		m.fail(rules.BProgress, b.a, 0, "lookup-no-submit", fmt.Sprintf("the lookup of %q left %q to send, but no call followed",
 			keysOf(b.rows), keysOf(rest(b))))
@@ -169,17 +183,17 @@ func (m *Model) completeLookupOnly(b *batch) {
 
 func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.Call, err error) *call {
 	var b *batch
-	if p := m.pending; p != nil && (dir != p.b.a.dir || restLen(p.b) == 0) {
+	if p := m.pending; p != nil && (dir != p.a.dir || restLen(p) == 0) {
 		m.settleLookup() // that lookup needed no call; this one is the next batch's
 	}
 	if p := m.pending; p != nil {
 		m.pending = nil
-		b = p.b
+		b = p
 	} else if h := m.head(); h != nil {
 		b = h
 		if m.needsLookup(h.a.dir) {
 			m.fail(rules.BCut, h.a, 0, "no-lookup", fmt.Sprintf("a %v call of %q without the lookup the contract asks first", dir, keysOf(rows)))
-			b.present = make([]bool, len(b.rows))
+			b.present = presentOf(b)
 			for i := range b.present {
 				b.present[i] = dir == drivers.Fetch
 			}

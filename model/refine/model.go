@@ -51,8 +51,8 @@ type Model struct {
 	queue     []*batch // dispatch order (B-CUT: admission order)
 	calls     []*call  // every call submitted, in order
 
-	pending *lookup // a first lookup whose follow-up Submit may still come
-	recheck *call   // a publish call whose declined rows must be looked up next
+	pending *batch // looked up first; its follow-up Submit may still come
+	recheck *call  // a publish call whose declined rows must be looked up next
 
 	shut shutState
 
@@ -84,10 +84,10 @@ type shutState struct {
 type attempt struct {
 	view    AttemptView
 	dir     drivers.Direction
-	rows    []drivers.Row
-	mask    []bool
-	batches []*batch
-	served  []bool // by view position
+	nrows   int     // the view's rows, masked in or out
+	batches []batch // B-CUT's cut of the masked-in rows, in dispatch order
+	served  []bool  // by view position
+	present []bool  // storage for the batches' lookup answers, by masked-in row
 
 	state       backend.State  // last committed state seen (Pending until then)
 	failCause   string         // a definite failure the backend has seen
@@ -139,12 +139,6 @@ type call struct {
 	folded      bool             // the backend read every result final
 	cancels     int
 	recheckRows []drivers.Row // declined rows to look up again
-}
-
-type lookup struct {
-	b       *batch
-	present []bool
-	err     error
 }
 
 var errPanicked = errors.New("Submit panicked")
@@ -311,7 +305,7 @@ func (m *Model) unregistered(hs []drivers.Handle, err error) {
 // Admitting is called just before the backend's Fetch or Publish of v.
 func (m *Model) Admitting(dir drivers.Direction, v drivers.View) {
 	m.event()
-	a := &attempt{dir: dir, rows: slices.Clone(v.Rows), mask: slices.Clone(v.Mask), served: make([]bool, len(v.Rows))}
+	a := &attempt{dir: dir, nrows: len(v.Rows)}
 	m.admitting = a
 	a.bad = m.malformed(dir, v)
 	if a.bad != "" || m.closed() != "" {
@@ -322,15 +316,15 @@ func (m *Model) Admitting(dir drivers.Direction, v drivers.View) {
 		a.expectFail = true
 		return
 	}
-	cuts := cut(active, m.caps.MaxRowsPerOp)
-	bs := make([]batch, len(cuts)) // one allocation for the attempt's batches
-	a.batches = make([]*batch, len(cuts))
-	for i, rows := range cuts {
-		bs[i] = batch{a: a, rows: rows}
-		a.batches[i] = &bs[i]
-	}
+	// One allocation holds served (by view position) and the lookup answers
+	// (by masked-in row): both are small and live as long as the attempt.
+	flags := make([]bool, len(v.Rows)+len(active))
+	a.served, a.present = flags[:len(v.Rows):len(v.Rows)], flags[len(v.Rows):]
+	a.batches = cut(a, active, m.caps.MaxRowsPerOp)
 	if a.noRoom = m.room(len(a.batches)); a.noRoom == "" {
-		m.queue = append(m.queue, a.batches...)
+		for i := range a.batches {
+			m.queue = append(m.queue, &a.batches[i])
+		}
 	}
 }
 
@@ -364,7 +358,7 @@ func (m *Model) Admitted(av AttemptView, err error) {
 		m.dequeue(a)
 		m.fail(rules.BProgress, nil, 0, fmt.Sprintf("refused/%d", len(m.found)), fmt.Sprintf(
 			"a %v view of %d rows was refused (%v) although the backend is open, the view is well formed and every bound has room (%s)",
-			a.dir, len(a.rows), err, m.gauges()))
+			a.dir, a.nrows, err, m.gauges()))
 		return
 	case err != nil:
 		m.dequeue(a)
@@ -478,7 +472,8 @@ func (m *Model) dequeue(a *attempt) {
 }
 
 func (m *Model) dispatched(a *attempt) bool {
-	for _, b := range a.batches {
+	for i := range a.batches {
+		b := &a.batches[i]
 		if b.phase != queued {
 			return true
 		}
@@ -535,21 +530,29 @@ func (m *Model) retainedBytes() int64 {
 
 // cut is B-CUT, written from the contract: masked-in rows in view order; a
 // new call starts when the current one holds max rows or already names the
-// next row's key.
-// cut's batches are full slices of rows (capacity ends at each batch, so
-// an append to one never writes into the next).
-func cut(rows []drivers.Row, max int) [][]drivers.Row {
-	var out [][]drivers.Row
+// next row's key. Each batch's rows are a full slice of rows (capacity ends
+// at the batch, so an append to one never writes into the next).
+func cut(a *attempt, rows []drivers.Row, max int) []batch {
+	n := 0
+	cuts(rows, max, func(int, int) { n++ })
+	out := make([]batch, 0, n) // one allocation for the attempt's batches
+	cuts(rows, max, func(start, end int) {
+		out = append(out, batch{a: a, rows: rows[start:end:end]})
+	})
+	return out
+}
+
+// cuts calls f with the bounds of each batch of rows.
+func cuts(rows []drivers.Row, max int, f func(start, end int)) {
 	start := 0
 	for i, r := range rows {
 		cur := rows[start:i]
 		if len(cur) == max || slices.ContainsFunc(cur, func(c drivers.Row) bool { return c.Key == r.Key }) {
-			out = append(out, rows[start:i:i])
+			f(start, i)
 			start = i
 		}
 	}
 	if start < len(rows) {
-		out = append(out, rows[start:len(rows):len(rows)])
+		f(start, len(rows))
 	}
-	return out
 }

@@ -23,7 +23,8 @@ func (m *Model) touch(a *attempt) {
 // is queued or a call lacks evidence, else ENDED.
 func (m *Model) access(a *attempt) drivers.Access {
 	acc := drivers.AccessEnded
-	for _, b := range a.batches {
+	for i := range a.batches {
+		b := &a.batches[i]
 		var ba drivers.Access
 		switch {
 		case b.call != nil:
@@ -49,7 +50,8 @@ func (m *Model) access(a *attempt) drivers.Access {
 // complete reports whether every batch has its fold: the attempt must be
 // Delivered unless something failed it.
 func allComplete(a *attempt) bool {
-	for _, b := range a.batches {
+	for i := range a.batches {
+		b := &a.batches[i]
 		if b.phase != complete {
 			return false
 		}
@@ -151,7 +153,8 @@ func (m *Model) committedNow(a *attempt, o backend.Outcome) {
 // stopped checks that every call of a stopped attempt that was still
 // running got a cancel.
 func (m *Model) stopped(a *attempt) {
-	for _, b := range a.batches {
+	for i := range a.batches {
+		b := &a.batches[i]
 		c := b.call
 		if c == nil || c.stuck || c.folded || c.acc != drivers.AccessPending || c.cancels > 0 {
 			continue
@@ -336,7 +339,8 @@ func positions(served []bool) string {
 
 func (m *Model) callStates(a *attempt) string {
 	var p []string
-	for i, b := range a.batches {
+	for i := range a.batches {
+		b := &a.batches[i]
 		switch {
 		case b.call != nil && b.call.id != 0:
 			p = append(p, fmt.Sprintf("batch %d: call %d %v results %v", i, b.call.id, b.call.acc, b.call.res))
