@@ -174,7 +174,14 @@ func (r *Recorder) Notes() []Note {
 func (r *Recorder) History() History {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	n := len(r.extra)
+	for _, c := range r.order {
+		n += len(c.Rows)
+	}
 	var h History
+	if n > 0 {
+		h = make(History, 0, n) // one allocation, not one per doubling
+	}
 	for _, c := range r.order {
 		kind := KindFetch
 		if c.Dir == drivers.Publish {
