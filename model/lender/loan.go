@@ -14,23 +14,17 @@ func (l *Lender) Lend(n int) (*Loan, error) {
 	if !l.held {
 		return nil, ErrNotHolder
 	}
+	// Count first: a loan that does not fit allocates nothing.
+	if have := l.free(n, nil); have < n {
+		return nil, fmt.Errorf("%w: want %d, have %d", ErrNoSlots, n, have)
+	}
 	l.nextLoan++
 	ln := &Loan{id: l.nextLoan, state: Lent}
 	ln.slots = ln.inl[:0:len(ln.inl)]
 	if n > len(ln.inl) {
 		ln.slots = make([]SlotRef, 0, n)
 	}
-	for _, a := range l.arenas {
-		for s := 0; s < a.Region().Slots && len(ln.slots) < n; s++ {
-			if a.State(s) == arena.AtLender {
-				ln.slots = append(ln.slots, SlotRef{a.Label(), s})
-			}
-		}
-	}
-	if len(ln.slots) < n {
-		l.nextLoan--
-		return nil, fmt.Errorf("%w: want %d, have %d", ErrNoSlots, n, len(ln.slots))
-	}
+	l.free(n, func(r SlotRef) { ln.slots = append(ln.slots, r) })
 	for _, r := range ln.slots {
 		a := l.byLabel[r.Region]
 		a.Lend(r.Slot, ln.id)
@@ -39,6 +33,23 @@ func (l *Lender) Lend(n int) (*Loan, error) {
 	l.stats.Lent += n
 	l.all = append(l.all, ln)
 	return ln, nil
+}
+
+// free visits up to n free slots, lowest region then lowest slot first,
+// and returns how many it found.
+func (l *Lender) free(n int, visit func(SlotRef)) int {
+	found := 0
+	for _, a := range l.arenas {
+		for s := 0; s < a.Region().Slots && found < n; s++ {
+			if a.State(s) == arena.AtLender {
+				found++
+				if visit != nil {
+					visit(SlotRef{a.Label(), s})
+				}
+			}
+		}
+	}
+	return found
 }
 
 // Fill writes content into the loan's i-th slot as the owner.
@@ -64,11 +75,21 @@ func (ln *Loan) View(b Handles, keys []string, mask []bool) (drivers.View, error
 	if len(keys) != len(ln.slots) || (mask != nil && len(mask) != len(keys)) {
 		return drivers.View{}, fmt.Errorf("%w: %d keys, %d mask bits for %d slots", ErrBadView, len(keys), len(mask), len(ln.slots))
 	}
+	// Every region is checked before anything is allocated: a view that
+	// cannot be built costs nothing. A run of slots on one region asks once.
+	for i, r := range ln.slots {
+		if i > 0 && r.Region == ln.slots[i-1].Region {
+			continue
+		}
+		if _, ok := b.Handle(r.Region); !ok {
+			return drivers.View{}, fmt.Errorf("%w: %q", ErrUnbound, r.Region)
+		}
+	}
 	v := drivers.View{Rows: make([]drivers.Row, len(keys)), Mask: make([]bool, len(keys))}
+	var h drivers.Handle
 	for i, k := range keys {
-		h, ok := b.Handle(ln.slots[i].Region)
-		if !ok {
-			return drivers.View{}, fmt.Errorf("%w: %q", ErrUnbound, ln.slots[i].Region)
+		if i == 0 || ln.slots[i].Region != ln.slots[i-1].Region {
+			h, _ = b.Handle(ln.slots[i].Region)
 		}
 		v.Rows[i] = drivers.Row{Key: k, Handle: h, Slot: ln.slots[i].Slot, Position: i}
 		v.Mask[i] = mask == nil || mask[i]
@@ -93,8 +114,6 @@ func (l *Lender) Attach(ln *Loan, a Attempt) error {
 		return fmt.Errorf("%w: attach of loan %d (%v)", ErrBadLoan, ln.id, ln.state)
 	}
 	ln.attempt = a
-	ln.marks = make([]bool, len(ln.slots))
-	ln.data = make([][]byte, len(ln.slots))
 	l.loans[a] = ln
 	l.observe(ln)
 	return nil
