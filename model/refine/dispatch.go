@@ -129,7 +129,7 @@ func (m *Model) lookedUp(keys []string, present []bool, err error) {
 	b.phase = waiting
 	if err != nil {
 		b.phase = dropped
-		b.a.failCause = fmt.Sprintf("the lookup of %q failed: %v", keys, err)
+		b.a.failCause = textCause(fmt.Sprintf("the lookup of %q failed: %v", keys, err)) // keys are the backend's: formatted now
 		return
 	}
 	b.present = presentOf(b)
@@ -226,10 +226,10 @@ func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.
 		c.stuck, c.acc = true, drivers.AccessUnprovable // D-SUB-2: the rows may be touched
 		m.count.UnprovableTotal++
 		c.folded = true
-		a.failCause = fmt.Sprintf("Submit failed (%v): the rows are UNPROVABLE", err)
+		a.failCause = errCause{"Submit failed (%v): the rows are UNPROVABLE", err}
 	case err != nil:
 		b.phase, b.call = dropped, nil // D-SUB-2: nothing escaped
-		a.failCause = fmt.Sprintf("Submit refused (%v)", err)
+		a.failCause = errCause{"Submit refused (%v)", err}
 		return nil
 	}
 	m.calls = append(m.calls, c)
@@ -257,7 +257,7 @@ func (m *Model) readResults(c *call, res []drivers.Status) {
 		if c.acc != drivers.AccessEnded {
 			c.acc = drivers.AccessUnprovable
 		}
-		a.failCause = fmt.Sprintf("call %d answered %d results for %d rows", c.id, len(res), len(c.rows))
+		a.failCause = countCause{c, len(res)}
 		return
 	}
 	if c.res == nil {
@@ -271,8 +271,8 @@ func (m *Model) readResults(c *call, res []drivers.Status) {
 		if !c.res[i].Final() {
 			final = false
 		} else if c.res[i] == drivers.Fault || c.res[i] == drivers.NotAttempted {
-			if a.maybeFail == "" {
-				a.maybeFail = fmt.Sprintf("call %d row %d (key %q) is %v", c.id, i, c.rows[i].Key, c.res[i])
+			if a.maybeFail == nil {
+				a.maybeFail = rowCause{c, i}
 			}
 		}
 	}
@@ -282,6 +282,7 @@ func (m *Model) readResults(c *call, res []drivers.Status) {
 	c.folded = true
 	wasPending := !m.committed(a)
 	var declined []drivers.Row
+	bad := -1 // the last row that fails the attempt
 	for i, s := range c.res {
 		r := c.rows[i]
 		if r.Position < 0 || r.Position >= len(a.served) {
@@ -295,12 +296,15 @@ func (m *Model) readResults(c *call, res []drivers.Status) {
 		case s == drivers.Miss:
 			a.missed++
 		default:
-			a.failCause = fmt.Sprintf("call %d row %d (key %q) is %v", c.id, i, r.Key, s)
+			bad = i
 			declined = nil
 		}
 	}
+	if bad >= 0 {
+		a.failCause = rowCause{c, bad}
+	}
 	c.b.phase = complete
-	if len(declined) > 0 && a.failCause == "" && wasPending {
+	if len(declined) > 0 && a.failCause == nil && wasPending {
 		c.recheckRows = declined
 		c.b.phase = calling // complete once the recheck answered
 		m.recheck = c
@@ -316,7 +320,7 @@ func (m *Model) answerRecheck(c *call, keys []string, present []bool, err error)
 		return
 	}
 	if err != nil {
-		a.failCause = fmt.Sprintf("the lookup after a declined publish failed: %v", err)
+		a.failCause = errCause{"the lookup after a declined publish failed: %v", err}
 		return
 	}
 	for i, r := range c.recheckRows {
@@ -346,4 +350,42 @@ func (m *Model) drained(st drivers.DrainStatus) {
 	if m.shut.asked && st.Done {
 		m.shut.drainDone = true
 	}
+}
+
+// A cause is why an attempt must fail, or may have: kept as its parts and
+// formatted only when a finding names it, which a passing run never does.
+type cause = fmt.Stringer
+
+type textCause string
+
+func (t textCause) String() string { return string(t) }
+
+// errCause is a failure reported by an error (errors are values: it reads
+// the same when it is formatted later).
+type errCause struct {
+	format string // one %v, the error
+	err    error
+}
+
+func (e errCause) String() string { return fmt.Sprintf(e.format, e.err) }
+
+// rowCause is a row result that fails the attempt; a final result is kept
+// for good, so c.res[row] reads the same later.
+type rowCause struct {
+	c   *call
+	row int
+}
+
+func (r rowCause) String() string {
+	return fmt.Sprintf("call %d row %d (key %q) is %v", r.c.id, r.row, r.c.rows[r.row].Key, r.c.res[r.row])
+}
+
+// countCause is a Results read of the wrong length.
+type countCause struct {
+	c   *call
+	got int
+}
+
+func (n countCause) String() string {
+	return fmt.Sprintf("call %d answered %d results for %d rows", n.c.id, n.got, len(n.c.rows))
 }

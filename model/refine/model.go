@@ -90,8 +90,8 @@ type attempt struct {
 	present []bool  // storage for the batches' lookup answers, by masked-in row
 
 	state       backend.State  // last committed state seen (Pending until then)
-	failCause   string         // a definite failure the backend has seen
-	maybeFail   string         // a failure the backend may have acted on early
+	failCause   cause          // a definite failure the backend has seen (nil: none)
+	maybeFail   cause          // a failure the backend may have acted on early (nil: none)
 	cancelAsk   bool           // Cancel or Shutdown asked while Pending
 	askNow      bool           // the Cancel being judged found it Pending
 	unprovable  bool           // sticky: the model's access was UNPROVABLE
@@ -99,7 +99,7 @@ type attempt struct {
 	done        bool           // committed and access ENDED: nothing more to judge
 	touched     bool           // seen in this step
 	stopDue     bool           // committed Failed or Cancelled in this step
-	noRoom      string         // why B-BOUND refuses it at admission ("" if it fits)
+	noRoom      roomCheck      // whether B-BOUND refuses it at admission, and why
 	missed      int            // fetch rows not served: absent at lookup, or MISS
 	noted       bool           // an OnChange report arrived
 	notedState  backend.State  // ... and showed this outcome
@@ -321,7 +321,7 @@ func (m *Model) Admitting(dir drivers.Direction, v drivers.View) {
 	flags := make([]bool, len(v.Rows)+len(active))
 	a.served, a.present = flags[:len(v.Rows):len(v.Rows)], flags[len(v.Rows):]
 	a.batches = cut(a, active, m.caps.MaxRowsPerOp)
-	if a.noRoom = m.room(len(a.batches)); a.noRoom == "" {
+	if a.noRoom = m.room(len(a.batches)); !a.noRoom.full {
 		for i := range a.batches {
 			m.queue = append(m.queue, &a.batches[i])
 		}
@@ -340,10 +340,7 @@ func (m *Model) Admitted(av AttemptView, err error) {
 	if why == "" {
 		why = m.closed()
 	}
-	room := ""
-	if why == "" && !a.expectFail {
-		room = a.noRoom
-	}
+	noRoom := why == "" && !a.expectFail && a.noRoom.full
 	if err != nil {
 		if errors.Is(err, drivers.ErrInvalidSubmission) {
 			m.count.Invalid++
@@ -354,7 +351,7 @@ func (m *Model) Admitted(av AttemptView, err error) {
 		m.count.Attempts++
 	}
 	switch {
-	case err != nil && why == "" && room == "" && !a.expectFail:
+	case err != nil && why == "" && !noRoom && !a.expectFail:
 		m.dequeue(a)
 		m.fail(rules.BProgress, nil, 0, fmt.Sprintf("refused/%d", len(m.found)), fmt.Sprintf(
 			"a %v view of %d rows was refused (%v) although the backend is open, the view is well formed and every bound has room (%s)",
@@ -369,8 +366,8 @@ func (m *Model) Admitted(av AttemptView, err error) {
 	case why != "":
 		m.fail(rules.BSubmit, nil, 0, fmt.Sprintf("admitted/%d", len(m.found)), fmt.Sprintf("a %v view was admitted as attempt %d although %s", a.dir, av.ID(), why))
 		return
-	case room != "" && !a.expectFail:
-		m.fail(rules.BBound, nil, 0, fmt.Sprintf("admitted/%d", len(m.found)), fmt.Sprintf("a %v view of %d batches was admitted as attempt %d although %s", a.dir, len(a.batches), av.ID(), room))
+	case noRoom:
+		m.fail(rules.BBound, nil, 0, fmt.Sprintf("admitted/%d", len(m.found)), fmt.Sprintf("a %v view of %d batches was admitted as attempt %d although %s", a.dir, len(a.batches), av.ID(), m.roomText(a.noRoom, len(a.batches))))
 		return
 	}
 	a.view = av
@@ -379,7 +376,7 @@ func (m *Model) Admitted(av AttemptView, err error) {
 	o := av.Outcome()
 	switch {
 	case a.expectFail:
-		a.failCause = "a row outside any live registration"
+		a.failCause = textCause("a row outside any live registration")
 		if o.State != backend.Failed {
 			m.fail(rules.BSubmit, a, 0, "outside", fmt.Sprintf("a row outside any live registration must fail the attempt at admission, but it is %v", o.State))
 		}
@@ -450,16 +447,29 @@ func (m *Model) outside(rows []drivers.Row) string {
 	return ""
 }
 
+// roomCheck is B-BOUND's admission, as counted: formatted only when a
+// finding needs it (roomText).
+type roomCheck struct {
+	full       bool // some batch of the view does not fit
+	unprovable int  // UNPROVABLE calls
+	have       int  // calls in flight or queued (when unprovable is within its limit)
+}
+
 // room is B-BOUND's admission: every batch of the view must fit.
-func (m *Model) room(n int) string {
+func (m *Model) room(n int) roomCheck {
 	if u := m.unprovableCalls(); u > m.bcfg.MaxUnprovable {
-		return fmt.Sprintf("%d calls are UNPROVABLE (limit %d)", u, m.bcfg.MaxUnprovable)
+		return roomCheck{full: true, unprovable: u}
 	}
-	have, limit := m.inFlight()+m.queued(), m.bcfg.MaxCallsInFlight+m.bcfg.MaxQueuedCalls
-	if have+n > limit {
-		return fmt.Sprintf("%d calls in flight or queued and %d more do not fit in %d", have, n, limit)
+	have := m.inFlight() + m.queued()
+	return roomCheck{full: have+n > m.bcfg.MaxCallsInFlight+m.bcfg.MaxQueuedCalls, have: have}
+}
+
+// roomText says why a view of n batches does not fit.
+func (m *Model) roomText(r roomCheck, n int) string {
+	if r.unprovable > m.bcfg.MaxUnprovable {
+		return fmt.Sprintf("%d calls are UNPROVABLE (limit %d)", r.unprovable, m.bcfg.MaxUnprovable)
 	}
-	return ""
+	return fmt.Sprintf("%d calls in flight or queued and %d more do not fit in %d", r.have, n, m.bcfg.MaxCallsInFlight+m.bcfg.MaxQueuedCalls)
 }
 
 func (m *Model) gauges() string {

@@ -77,7 +77,7 @@ func (m *Model) judge(a *attempt) {
 		switch {
 		case a.cancelAsk:
 			m.fail(rules.BCancel, a, 0, "cancel-commit", "a cancel of a Pending attempt must commit Cancelled, but it is still Pending")
-		case a.failCause != "":
+		case a.failCause != nil:
 			m.fail(rules.BModel, a, 0, "should-fail", fmt.Sprintf("it must be Failed (%s), but it is still Pending", a.failCause))
 		case allComplete(a):
 			m.fail(rules.BModel, a, 0, "should-deliver", fmt.Sprintf("every batch has its results, so it must be Delivered(%s), but it is still Pending", positions(a.served)))
@@ -122,9 +122,9 @@ func (m *Model) committedNow(a *attempt, o backend.Outcome) {
 		switch {
 		case a.cancelAsk:
 			m.fail(rules.BOutcome, a, 0, "delivered-cancelled", fmt.Sprintf("it was cancelled while Pending, but it is %v", o))
-		case a.failCause != "":
+		case a.failCause != nil:
 			m.fail(rule, a, 0, "delivered-failed", fmt.Sprintf("it is %v, but %s: the whole attempt fails", o, a.failCause))
-		case a.maybeFail != "":
+		case a.maybeFail != nil:
 			m.fail(rule, a, 0, "delivered-failed", fmt.Sprintf("it is %v, but %s: the whole attempt fails", o, a.maybeFail))
 		case !allComplete(a):
 			m.fail(rules.BModel, a, 0, "delivered-early", fmt.Sprintf("it is %v before every batch had its results (%s)", o, m.callStates(a)))
@@ -132,7 +132,7 @@ func (m *Model) committedNow(a *attempt, o backend.Outcome) {
 			m.fail(rule, a, 0, "served", fmt.Sprintf("it is Delivered serving %s, but the store's answers serve %s", positions(o.Served), positions(a.served)))
 		}
 	case backend.Failed:
-		if a.failCause == "" && a.maybeFail == "" && !a.expectFail {
+		if a.failCause == nil && a.maybeFail == nil && !a.expectFail {
 			m.fail(rule, a, 0, "failed", fmt.Sprintf("it is %v, but no row, lookup or call failed", o))
 		}
 	case backend.Cancelled:
