@@ -212,7 +212,8 @@ func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.
 	if in := m.inFlight(); in+1 > m.bcfg.MaxCallsInFlight && m.ready {
 		m.fail(rules.BBound, a, 0, "inflight", fmt.Sprintf("a call was submitted with %d calls already in flight (MaxCallsInFlight %d)", in, m.bcfg.MaxCallsInFlight))
 	}
-	c := &call{b: b, rows: rows, acc: drivers.AccessPending}
+	c := m.callSlab.alloc()
+	c.b, c.rows, c.acc = b, rows, drivers.AccessPending
 	if dc != nil && err == nil {
 		c.id = dc.ID()
 		m.count.Calls++

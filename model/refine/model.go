@@ -61,6 +61,8 @@ type Model struct {
 	dirty  bool // a fact arrived since the last step was judged
 	qdirty bool // ... since the last quiescent point was judged
 
+	callSlab slab[call] // every call's storage
+
 	found []rules.Violation
 	seen  map[string]bool // rule+attempt already reported
 }
@@ -83,15 +85,22 @@ type shutState struct {
 
 type attempt struct {
 	view    AttemptView
-	dir     drivers.Direction
 	nrows   int     // the view's rows, masked in or out
 	batches []batch // B-CUT's cut of the masked-in rows, in dispatch order
 	served  []bool  // by view position
 	present []bool  // storage for the batches' lookup answers, by masked-in row
 
+	failCause cause     // a definite failure the backend has seen (nil: none)
+	maybeFail cause     // a failure the backend may have acted on early (nil: none)
+	noRoom    roomCheck // whether B-BOUND refuses it at admission, and why
+	missed    int       // fetch rows not served: absent at lookup, or MISS
+	declined  int       // publish rows declined, then absent at the second lookup
+	raced     int       // publish rows declined, then present (served)
+	bad       string    // why the view is malformed ("" if it is not)
+
+	// The small fields last, together: no padding between them.
+	dir         drivers.Direction
 	state       backend.State  // last committed state seen (Pending until then)
-	failCause   cause          // a definite failure the backend has seen (nil: none)
-	maybeFail   cause          // a failure the backend may have acted on early (nil: none)
 	cancelAsk   bool           // Cancel or Shutdown asked while Pending
 	askNow      bool           // the Cancel being judged found it Pending
 	unprovable  bool           // sticky: the model's access was UNPROVABLE
@@ -99,15 +108,10 @@ type attempt struct {
 	done        bool           // committed and access ENDED: nothing more to judge
 	touched     bool           // seen in this step
 	stopDue     bool           // committed Failed or Cancelled in this step
-	noRoom      roomCheck      // whether B-BOUND refuses it at admission, and why
-	missed      int            // fetch rows not served: absent at lookup, or MISS
 	noted       bool           // an OnChange report arrived
 	notedState  backend.State  // ... and showed this outcome
 	notedAccess drivers.Access // ... and this access
 	noteChecked bool           // done, and its last report was judged
-	declined    int            // publish rows declined, then absent at the second lookup
-	raced       int            // publish rows declined, then present (served)
-	bad         string         // why the view is malformed ("" if it is not)
 }
 
 type phase uint8
@@ -565,4 +569,22 @@ func cuts(rows []drivers.Row, max int, f func(start, end int)) {
 	if start < len(rows) {
 		f(start, len(rows))
 	}
+}
+
+// slab hands out zeroed T's from chunks of up to 8: a model's calls cost a
+// few allocations, not one each, and at most 7 unused slots. A chunk is
+// never moved, so pointers into it stay valid.
+type slab[T any] struct {
+	free []T
+	size int // of the last chunk
+}
+
+func (s *slab[T]) alloc() *T {
+	if len(s.free) == 0 {
+		s.size = min(max(2*s.size, 2), 8)
+		s.free = make([]T, s.size)
+	}
+	p := &s.free[0]
+	s.free = s.free[1:]
+	return p
 }
