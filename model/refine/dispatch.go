@@ -262,7 +262,7 @@ func (m *Model) readResults(c *call, res []drivers.Status) {
 		return
 	}
 	if c.res == nil {
-		c.res = make([]drivers.Status, len(res))
+		c.res = carve(&m.resBuf, len(res), 64)
 	}
 	final := true
 	for i, s := range res {

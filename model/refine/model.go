@@ -61,7 +61,9 @@ type Model struct {
 	dirty  bool // a fact arrived since the last step was judged
 	qdirty bool // ... since the last quiescent point was judged
 
-	callSlab slab[call] // every call's storage
+	callSlab slab[call]       // every call's storage
+	rowBuf   []drivers.Row    // storage the calls' rows are carved from
+	resBuf   []drivers.Status // ... and their results
 
 	found []rules.Violation
 	seen  map[string]bool // rule+attempt already reported
@@ -587,4 +589,16 @@ func (s *slab[T]) alloc() *T {
 	p := &s.free[0]
 	s.free = s.free[1:]
 	return p
+}
+
+// carve returns n zeroed T's from *buf, a chunk of at least chunk T's
+// allocated when *buf has too little left: a full slice (its capacity ends
+// at n, so an append never writes into the next one's).
+func carve[T any](buf *[]T, n, chunk int) []T {
+	if cap(*buf)-len(*buf) < n {
+		*buf = make([]T, 0, max(n, chunk))
+	}
+	b := *buf
+	*buf = b[:len(b)+n]
+	return b[len(b) : len(b)+n : len(b)+n]
 }
