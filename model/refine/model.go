@@ -63,7 +63,8 @@ type Model struct {
 
 	callSlab slab[call]       // every call's storage
 	rowBuf   []drivers.Row    // storage the calls' rows are carved from
-	resBuf   []drivers.Status // ... and their results
+	resBuf   []drivers.Status // ... the calls' results
+	flagBuf  []bool           // ... the attempts' served and present flags
 
 	found []rules.Violation
 	seen  map[string]bool // rule+attempt already reported
@@ -324,7 +325,7 @@ func (m *Model) Admitting(dir drivers.Direction, v drivers.View) {
 	}
 	// One allocation holds served (by view position) and the lookup answers
 	// (by masked-in row): both are small and live as long as the attempt.
-	flags := make([]bool, len(v.Rows)+len(active))
+	flags := carve(&m.flagBuf, len(v.Rows)+len(active), 64)
 	a.served, a.present = flags[:len(v.Rows):len(v.Rows)], flags[len(v.Rows):]
 	a.batches = cut(a, active, m.caps.MaxRowsPerOp)
 	if a.noRoom = m.room(len(a.batches)); !a.noRoom.full {
