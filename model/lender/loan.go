@@ -14,17 +14,36 @@ func (l *Lender) Lend(n int) (*Loan, error) {
 	if !l.held {
 		return nil, ErrNotHolder
 	}
-	// Count first: a loan that does not fit allocates nothing.
-	if have := l.free(n, nil); have < n {
-		return nil, fmt.Errorf("%w: want %d, have %d", ErrNoSlots, n, have)
+	// One scan, into a stack array for a small loan: a loan that does not
+	// fit allocates nothing (a large one only its slot list).
+	var small [len(Loan{}.inl)]SlotRef
+	var big []SlotRef
+	if n > len(small) {
+		big = make([]SlotRef, 0, n)
+	}
+	found := 0
+	for _, a := range l.arenas {
+		for s, slots := 0, a.Region().Slots; s < slots && found < n; s++ {
+			if a.State(s) != arena.AtLender {
+				continue
+			}
+			if big != nil {
+				big = append(big, SlotRef{a.Label(), s})
+			} else {
+				small[found] = SlotRef{a.Label(), s}
+			}
+			found++
+		}
+	}
+	if found < n {
+		return nil, fmt.Errorf("%w: want %d, have %d", ErrNoSlots, n, found)
 	}
 	l.nextLoan++
-	ln := &Loan{id: l.nextLoan, state: Lent}
-	ln.slots = ln.inl[:0:len(ln.inl)]
-	if n > len(ln.inl) {
-		ln.slots = make([]SlotRef, 0, n)
+	ln := &Loan{id: l.nextLoan, state: Lent, inl: small}
+	ln.slots = big
+	if big == nil {
+		ln.slots = ln.inl[:n:len(ln.inl)]
 	}
-	l.free(n, func(r SlotRef) { ln.slots = append(ln.slots, r) })
 	for _, r := range ln.slots {
 		a := l.byLabel[r.Region]
 		a.Lend(r.Slot, ln.id)
@@ -33,23 +52,6 @@ func (l *Lender) Lend(n int) (*Loan, error) {
 	l.stats.Lent += n
 	l.all = append(l.all, ln)
 	return ln, nil
-}
-
-// free visits up to n free slots, lowest region then lowest slot first,
-// and returns how many it found.
-func (l *Lender) free(n int, visit func(SlotRef)) int {
-	found := 0
-	for _, a := range l.arenas {
-		for s := 0; s < a.Region().Slots && found < n; s++ {
-			if a.State(s) == arena.AtLender {
-				found++
-				if visit != nil {
-					visit(SlotRef{a.Label(), s})
-				}
-			}
-		}
-	}
-	return found
 }
 
 // Fill writes content into the loan's i-th slot as the owner.
