@@ -92,13 +92,13 @@ func (r *Recorder) notAttemptedPuts(calls []CallInfo) []rules.Violation {
 			if row.Status != drivers.NotAttempted {
 				continue
 			}
-			seq, ok := r.puts[callRow{c.ID, i}]
+			put, ok := r.puts[callRow{c.ID, i}]
 			if !ok {
 				continue
 			}
 			out = append(out, rules.Violation{Rule: rules.DStatus, Class: rules.Safety, Call: uint64(c.ID), Row: i, Key: row.Key,
-				At: r.putAt[callRow{c.ID, i}], Seed: r.opts.Seed,
-				Detail: fmt.Sprintf("PUBLISH row reported NOT_ATTEMPTED (never started, the store not written), but the store ran its put (#%d)", seq)})
+				At: put.at, Seed: r.opts.Seed,
+				Detail: fmt.Sprintf("PUBLISH row reported NOT_ATTEMPTED (never started, the store not written), but the store ran its put (#%d)", put.seq)})
 		}
 	}
 	return out

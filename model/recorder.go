@@ -135,13 +135,12 @@ type Recorder struct {
 	calls    map[drivers.CallID]*callRec
 	order    []*callRec
 	early    map[drivers.CallID][]earlyEvent
-	starting map[*drivers.Row]startMark
+	starting map[*drivers.Row]mark
 	labels   map[drivers.CallID]string
-	puts     map[callRow]int64
-	putAt    map[callRow]time.Duration // when the put of puts[cr] ran
-	extra    []Op                      // escaped publishes and lookups
-	escaped  int                       // submits that failed with an error after which rows may have escaped
-	unread   int                       // publish slots that could not be read
+	puts     map[callRow]mark // the first put the store ran of a publish row: when, in sequence and time
+	extra    []Op             // escaped publishes and lookups
+	escaped  int              // submits that failed with an error after which rows may have escaped
+	unread   int              // publish slots that could not be read
 	notes    []Note
 	touches  []stampedTouch
 
@@ -198,7 +197,8 @@ type callRow struct {
 	row  int
 }
 
-type startMark struct {
+// mark is when an event happened, in the sequence and in virtual time.
+type mark struct {
 	seq int64
 	at  time.Duration
 }
@@ -233,10 +233,9 @@ func NewRecorder(opts RecorderOptions) *Recorder {
 		regions:  map[drivers.Handle]drivers.Region{},
 		calls:    map[drivers.CallID]*callRec{},
 		early:    map[drivers.CallID][]earlyEvent{},
-		starting: map[*drivers.Row]startMark{},
+		starting: map[*drivers.Row]mark{},
 		labels:   map[drivers.CallID]string{},
-		puts:     map[callRow]int64{},
-		putAt:    map[callRow]time.Duration{},
+		puts:     map[callRow]mark{},
 	}
 	if r.peek == nil {
 		r.peek = PeekRegion
@@ -281,6 +280,16 @@ func (r *Recorder) note(at time.Duration, tag string, call drivers.CallID, key, 
 	r.addNote(Note{Seq: r.next(), At: at, Tag: tag, Call: call, Key: key, Text: text})
 }
 
+// notef is note with a text built only when notes are kept: a Lean run
+// (NoNotes) formats nothing, yet every note still takes its sequence number.
+func (r *Recorder) notef(at time.Duration, tag string, call drivers.CallID, key string, text func() string) {
+	seq := r.next()
+	if r.opts.NoNotes {
+		return
+	}
+	r.addNote(Note{Seq: seq, At: at, Tag: tag, Call: call, Key: key, Text: text()})
+}
+
 // addNote keeps n unless MaxNotes notes are kept already.
 func (r *Recorder) addNote(n Note) {
 	if r.opts.NoNotes {
@@ -298,7 +307,7 @@ func (r *Recorder) Registered(at time.Duration, h drivers.Handle, reg drivers.Re
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.regions[h] = reg
-	r.note(at, TagRegion, 0, "", fmt.Sprintf("registered %s as handle %d", reg.Label, h))
+	r.notef(at, TagRegion, 0, "", func() string { return fmt.Sprintf("registered %s as handle %d", reg.Label, h) })
 }
 
 // Unregistered implements monitor.Observer. The region stays known so rows
@@ -306,7 +315,7 @@ func (r *Recorder) Registered(at time.Duration, h drivers.Handle, reg drivers.Re
 func (r *Recorder) Unregistered(at time.Duration, h drivers.Handle, reg drivers.Region) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.note(at, TagRegion, 0, "", fmt.Sprintf("unregistered %s (handle %d)", reg.Label, h))
+	r.notef(at, TagRegion, 0, "", func() string { return fmt.Sprintf("unregistered %s (handle %d)", reg.Label, h) })
 }
 
 // SubmitStarting is optional: the monitor calls it just before the driver's
@@ -320,7 +329,7 @@ func (r *Recorder) SubmitStarting(at time.Duration, b drivers.RowBatch) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.starting[&b.Rows[0]] = startMark{seq: r.next(), at: at}
+	r.starting[&b.Rows[0]] = mark{seq: r.next(), at: at}
 }
 
 // Submitted implements monitor.Observer.
@@ -328,7 +337,7 @@ func (r *Recorder) Submitted(at time.Duration, id drivers.CallID, b drivers.RowB
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	seq := r.next()
-	start, started := startMark{seq: seq, at: at}, false
+	start, started := mark{seq: seq, at: at}, false
 	if len(b.Rows) > 0 {
 		if s, ok := r.starting[&b.Rows[0]]; ok {
 			start, started = s, true
@@ -379,14 +388,16 @@ func (r *Recorder) Submitted(at time.Duration, id drivers.CallID, b drivers.RowB
 // submitFailed: InvalidSubmission, Closed and Rejected mean nothing escaped
 // (D-SUB-2); any other error means rows may have escaped, so its publishes
 // are ambiguous operations.
-func (r *Recorder) submitFailed(at time.Duration, start startMark, b drivers.RowBatch, err error) {
+func (r *Recorder) submitFailed(at time.Duration, start mark, b drivers.RowBatch, err error) {
 	clean := errors.Is(err, drivers.ErrInvalidSubmission) || errors.Is(err, drivers.ErrClosed) || errors.Is(err, drivers.ErrRejected)
 	if clean {
-		r.note(at, TagSubmit, 0, "", fmt.Sprintf("%v of %d rows refused: %v", b.Dir, len(b.Rows), err))
+		r.notef(at, TagSubmit, 0, "", func() string { return fmt.Sprintf("%v of %d rows refused: %v", b.Dir, len(b.Rows), err) })
 		return
 	}
 	r.escaped++
-	r.note(at, TagFault, 0, "", fmt.Sprintf("%v of %d rows failed, rows may have escaped (D-SUB-2): %v", b.Dir, len(b.Rows), err))
+	r.notef(at, TagFault, 0, "", func() string {
+		return fmt.Sprintf("%v of %d rows failed, rows may have escaped (D-SUB-2): %v", b.Dir, len(b.Rows), err)
+	})
 	if b.Dir != drivers.Publish {
 		return
 	}
@@ -444,7 +455,7 @@ func (r *Recorder) final(c *callRec, seq int64, at time.Duration, row int, st dr
 	if c.Dir == drivers.Fetch && st == drivers.OK {
 		ri.Value = r.fetchDigest(c.regs[row].reg, c.regs[row].known, ri.Slot)
 	}
-	if st == drivers.Fault || st == drivers.NotAttempted {
+	if (st == drivers.Fault || st == drivers.NotAttempted) && !r.opts.NoNotes {
 		r.addNote(Note{Seq: seq, At: at, Tag: TagFault, Call: c.ID, Key: ri.Key,
 			Text: "row " + strconv.Itoa(row) + " " + st.String()})
 	}
@@ -482,7 +493,7 @@ func (r *Recorder) Cancelled(at time.Duration, id drivers.CallID, res drivers.Ca
 	if c, ok := r.calls[id]; ok {
 		c.Cancelled = true
 	}
-	r.note(at, TagCancel, id, "", "cancel: "+res.String())
+	r.notef(at, TagCancel, id, "", func() string { return "cancel: " + res.String() })
 }
 
 // Callback is optional: the monitor reports each change callback of call id
@@ -503,7 +514,7 @@ func (r *Recorder) LookedUp(at time.Duration, keys []string, found []bool, err e
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil || len(found) != len(keys) {
-		r.note(at, TagLookup, 0, "", fmt.Sprintf("lookup of %d keys failed: %v", len(keys), err))
+		r.notef(at, TagLookup, 0, "", func() string { return fmt.Sprintf("lookup of %d keys failed: %v", len(keys), err) })
 		return
 	}
 	seq := r.next()
@@ -535,5 +546,5 @@ func (r *Recorder) ShutDown(at time.Duration, labels []string) {
 			}
 		}
 	}
-	r.note(at, TagShutdown, 0, "", fmt.Sprintf("shutdown returned labels %q", labels))
+	r.notef(at, TagShutdown, 0, "", func() string { return fmt.Sprintf("shutdown returned labels %q", labels) })
 }

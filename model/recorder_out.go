@@ -23,10 +23,11 @@ func (r *Recorder) Put(at time.Duration, id drivers.CallID, row int, key string)
 	defer r.mu.Unlock()
 	seq := r.next()
 	if _, ok := r.puts[callRow{id, row}]; !ok {
-		r.puts[callRow{id, row}] = seq
-		r.putAt[callRow{id, row}] = at
+		r.puts[callRow{id, row}] = mark{seq: seq, at: at}
 	}
-	r.addNote(Note{Seq: seq, At: at, Tag: TagStore, Call: id, Key: key, Text: "put of row " + strconv.Itoa(row) + " ran"})
+	if !r.opts.NoNotes {
+		r.addNote(Note{Seq: seq, At: at, Tag: TagStore, Call: id, Key: key, Text: "put of row " + strconv.Itoa(row) + " ran"})
+	}
 }
 
 // Annotate is optional: the harness adds a note of its own (an injected
@@ -173,7 +174,14 @@ func (r *Recorder) Notes() []Note {
 func (r *Recorder) History() History {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	n := len(r.extra)
+	for _, c := range r.order {
+		n += len(c.Rows)
+	}
 	var h History
+	if n > 0 {
+		h = make(History, 0, n) // one allocation, not one per doubling
+	}
 	for _, c := range r.order {
 		kind := KindFetch
 		if c.Dir == drivers.Publish {
@@ -186,8 +194,8 @@ func (r *Recorder) History() History {
 				op.Return, op.ReturnAt = row.FinalSeq, row.FinalAt
 			}
 			if kind == KindPublish && !op.Settled() {
-				if seq, ok := r.puts[callRow{c.ID, i}]; ok {
-					op.Effect, op.EffectSeq = TookEffect, max(seq, op.Call)
+				if put, ok := r.puts[callRow{c.ID, i}]; ok {
+					op.Effect, op.EffectSeq = TookEffect, max(put.seq, op.Call)
 				} else if r.opts.StoreLogComplete {
 					op.Effect = NoEffect
 				}

@@ -99,8 +99,8 @@ type Loan struct {
 	bytes   int64
 	attempt Attempt
 	state   LoanState
-	marks   []bool           // arrived rows (S-MARKS), by view position
-	data    [][]byte         // the bytes of each arrived row, read when marked
+	marks   []bool           // arrived rows (S-MARKS), by view position; nil until marked
+	data    [][]byte         // the bytes of each arrived row, read when marked; nil until then
 	marked  *backend.Outcome // the outcome the marks were taken from
 	proven  bool             // retained, then access ENDED
 	seen    backend.Outcome  // outcome at release (S-RELEASE re-checks it)
@@ -120,7 +120,13 @@ func (ln *Loan) State() LoanState { return ln.state }
 func (ln *Loan) Attempt() Attempt { return ln.attempt }
 
 // Marks is the arrived marks, by view position (S-MARKS).
-func (ln *Loan) Marks() []bool { return append([]bool(nil), ln.marks...) }
+func (ln *Loan) Marks() []bool {
+	marks := ln.marks
+	if marks == nil && ln.attempt != nil {
+		marks = make([]bool, len(ln.slots)) // attached, not marked: nothing arrived
+	}
+	return append([]bool(nil), marks...)
+}
 
 // Data is what arrived in row i, read from the slot when the row was marked
 // (so it stays readable after the slot is released and poisoned); nil for a

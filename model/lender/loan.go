@@ -14,22 +14,35 @@ func (l *Lender) Lend(n int) (*Loan, error) {
 	if !l.held {
 		return nil, ErrNotHolder
 	}
-	l.nextLoan++
-	ln := &Loan{id: l.nextLoan, state: Lent}
-	ln.slots = ln.inl[:0:len(ln.inl)]
-	if n > len(ln.inl) {
-		ln.slots = make([]SlotRef, 0, n)
+	// One scan, into a stack array for a small loan: a loan that does not
+	// fit allocates nothing (a large one only its slot list).
+	var small [len(Loan{}.inl)]SlotRef
+	var big []SlotRef
+	if n > len(small) {
+		big = make([]SlotRef, 0, n)
 	}
+	found := 0
 	for _, a := range l.arenas {
-		for s := 0; s < a.Region().Slots && len(ln.slots) < n; s++ {
-			if a.State(s) == arena.AtLender {
-				ln.slots = append(ln.slots, SlotRef{a.Label(), s})
+		for s, slots := 0, a.Region().Slots; s < slots && found < n; s++ {
+			if a.State(s) != arena.AtLender {
+				continue
 			}
+			if big != nil {
+				big = append(big, SlotRef{a.Label(), s})
+			} else {
+				small[found] = SlotRef{a.Label(), s}
+			}
+			found++
 		}
 	}
-	if len(ln.slots) < n {
-		l.nextLoan--
-		return nil, fmt.Errorf("%w: want %d, have %d", ErrNoSlots, n, len(ln.slots))
+	if found < n {
+		return nil, fmt.Errorf("%w: want %d, have %d", ErrNoSlots, n, found)
+	}
+	l.nextLoan++
+	ln := &Loan{id: l.nextLoan, state: Lent, inl: small}
+	ln.slots = big
+	if big == nil {
+		ln.slots = ln.inl[:n:len(ln.inl)]
 	}
 	for _, r := range ln.slots {
 		a := l.byLabel[r.Region]
@@ -64,11 +77,21 @@ func (ln *Loan) View(b Handles, keys []string, mask []bool) (drivers.View, error
 	if len(keys) != len(ln.slots) || (mask != nil && len(mask) != len(keys)) {
 		return drivers.View{}, fmt.Errorf("%w: %d keys, %d mask bits for %d slots", ErrBadView, len(keys), len(mask), len(ln.slots))
 	}
+	// Every region is checked before anything is allocated: a view that
+	// cannot be built costs nothing. A run of slots on one region asks once.
+	for i, r := range ln.slots {
+		if i > 0 && r.Region == ln.slots[i-1].Region {
+			continue
+		}
+		if _, ok := b.Handle(r.Region); !ok {
+			return drivers.View{}, fmt.Errorf("%w: %q", ErrUnbound, r.Region)
+		}
+	}
 	v := drivers.View{Rows: make([]drivers.Row, len(keys)), Mask: make([]bool, len(keys))}
+	var h drivers.Handle
 	for i, k := range keys {
-		h, ok := b.Handle(ln.slots[i].Region)
-		if !ok {
-			return drivers.View{}, fmt.Errorf("%w: %q", ErrUnbound, ln.slots[i].Region)
+		if i == 0 || ln.slots[i].Region != ln.slots[i-1].Region {
+			h, _ = b.Handle(ln.slots[i].Region)
 		}
 		v.Rows[i] = drivers.Row{Key: k, Handle: h, Slot: ln.slots[i].Slot, Position: i}
 		v.Mask[i] = mask == nil || mask[i]
@@ -93,8 +116,6 @@ func (l *Lender) Attach(ln *Loan, a Attempt) error {
 		return fmt.Errorf("%w: attach of loan %d (%v)", ErrBadLoan, ln.id, ln.state)
 	}
 	ln.attempt = a
-	ln.marks = make([]bool, len(ln.slots))
-	ln.data = make([][]byte, len(ln.slots))
 	l.loans[a] = ln
 	l.observe(ln)
 	return nil

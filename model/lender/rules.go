@@ -71,6 +71,9 @@ func (l *Lender) checkMarks(ln *Loan, o backend.Outcome) {
 		l.violate(rules.SMarks, ln, "attempt %d delivered %d served bits for %d rows", a.ID(), len(o.Served), len(v.Rows))
 		return
 	}
+	// Marks are taken once, from the first Delivered outcome: only then do
+	// they need storage (most loans are publishes, or never delivered).
+	ln.marks, ln.data = make([]bool, len(ln.slots)), make([][]byte, len(ln.slots))
 	for i, s := range o.Served {
 		if s && !v.Mask[i] {
 			l.violate(rules.SMarks, ln, "attempt %d served row %d, which was masked out", a.ID(), i)

@@ -19,7 +19,7 @@ func (m *Model) head() *batch {
 		if b.phase == queued && !m.committed(b.a) {
 			return b
 		}
-		m.queue = m.queue[1:]
+		m.queue = slices.Delete(m.queue, 0, 1) // in place: the queue keeps its capacity
 		if b.phase == queued {
 			b.phase = dropped
 		}
@@ -129,12 +129,14 @@ func (m *Model) lookedUp(keys []string, present []bool, err error) {
 	b.phase = waiting
 	if err != nil {
 		b.phase = dropped
-		b.a.failCause = fmt.Sprintf("the lookup of %q failed: %v", keys, err)
+		b.a.failCause = textCause(fmt.Sprintf("the lookup of %q failed: %v", keys, err)) // keys are the backend's: formatted now
 		return
 	}
-	b.present = slices.Clone(present)
-	if len(present) != len(b.rows) {
-		b.present = make([]bool, len(b.rows))
+	b.present = presentOf(b)
+	if len(present) == len(b.rows) {
+		copy(b.present, present)
+	} else {
+		clear(b.present)
 	}
 	for i, r := range b.rows {
 		switch {
@@ -144,18 +146,30 @@ func (m *Model) lookedUp(keys []string, present []bool, err error) {
 			b.a.missed++ // absent: a miss, never fetched
 		}
 	}
-	m.pending = &lookup{b: b, present: b.present}
+	m.pending = b
+}
+
+// presentOf is b's share of its attempt's lookup storage: the batches cut
+// the masked-in rows in order, so b's rows start after the earlier ones'.
+func presentOf(b *batch) []bool {
+	off := 0
+	for i := range b.a.batches {
+		if &b.a.batches[i] == b {
+			break
+		}
+		off += len(b.a.batches[i].rows)
+	}
+	return b.a.present[off : off+len(b.rows) : off+len(b.rows)]
 }
 
 // settleLookup ends a first lookup that no Submit followed: its batch needs
 // nothing more from the store, or the backend forgot it.
 func (m *Model) settleLookup() {
-	p := m.pending
-	if p == nil {
+	b := m.pending
+	if b == nil {
 		return
 	}
 	m.pending = nil
-	b := p.b
 	if restLen(b) > 0 && !m.committed(b.a) {
 		m.fail(rules.BProgress, b.a, 0, "lookup-no-submit", fmt.Sprintf("the lookup of %q left %q to send, but no call followed",
 			keysOf(b.rows), keysOf(rest(b))))
@@ -169,17 +183,17 @@ func (m *Model) completeLookupOnly(b *batch) {
 
 func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.Call, err error) *call {
 	var b *batch
-	if p := m.pending; p != nil && (dir != p.b.a.dir || restLen(p.b) == 0) {
+	if p := m.pending; p != nil && (dir != p.a.dir || restLen(p) == 0) {
 		m.settleLookup() // that lookup needed no call; this one is the next batch's
 	}
 	if p := m.pending; p != nil {
 		m.pending = nil
-		b = p.b
+		b = p
 	} else if h := m.head(); h != nil {
 		b = h
 		if m.needsLookup(h.a.dir) {
 			m.fail(rules.BCut, h.a, 0, "no-lookup", fmt.Sprintf("a %v call of %q without the lookup the contract asks first", dir, keysOf(rows)))
-			b.present = make([]bool, len(b.rows))
+			b.present = presentOf(b)
 			for i := range b.present {
 				b.present[i] = dir == drivers.Fetch
 			}
@@ -198,7 +212,8 @@ func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.
 	if in := m.inFlight(); in+1 > m.bcfg.MaxCallsInFlight && m.ready {
 		m.fail(rules.BBound, a, 0, "inflight", fmt.Sprintf("a call was submitted with %d calls already in flight (MaxCallsInFlight %d)", in, m.bcfg.MaxCallsInFlight))
 	}
-	c := &call{b: b, rows: rows, acc: drivers.AccessPending}
+	c := m.callSlab.alloc()
+	c.b, c.rows, c.acc = b, rows, drivers.AccessPending
 	if dc != nil && err == nil {
 		c.id = dc.ID()
 		m.count.Calls++
@@ -212,10 +227,10 @@ func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.
 		c.stuck, c.acc = true, drivers.AccessUnprovable // D-SUB-2: the rows may be touched
 		m.count.UnprovableTotal++
 		c.folded = true
-		a.failCause = fmt.Sprintf("Submit failed (%v): the rows are UNPROVABLE", err)
+		a.failCause = errCause{"Submit failed (%v): the rows are UNPROVABLE", err}
 	case err != nil:
 		b.phase, b.call = dropped, nil // D-SUB-2: nothing escaped
-		a.failCause = fmt.Sprintf("Submit refused (%v)", err)
+		a.failCause = errCause{"Submit refused (%v)", err}
 		return nil
 	}
 	m.calls = append(m.calls, c)
@@ -243,11 +258,11 @@ func (m *Model) readResults(c *call, res []drivers.Status) {
 		if c.acc != drivers.AccessEnded {
 			c.acc = drivers.AccessUnprovable
 		}
-		a.failCause = fmt.Sprintf("call %d answered %d results for %d rows", c.id, len(res), len(c.rows))
+		a.failCause = countCause{c, len(res)}
 		return
 	}
 	if c.res == nil {
-		c.res = make([]drivers.Status, len(res))
+		c.res = carve(&m.resBuf, len(res), 64)
 	}
 	final := true
 	for i, s := range res {
@@ -257,8 +272,8 @@ func (m *Model) readResults(c *call, res []drivers.Status) {
 		if !c.res[i].Final() {
 			final = false
 		} else if c.res[i] == drivers.Fault || c.res[i] == drivers.NotAttempted {
-			if a.maybeFail == "" {
-				a.maybeFail = fmt.Sprintf("call %d row %d (key %q) is %v", c.id, i, c.rows[i].Key, c.res[i])
+			if a.maybeFail == nil {
+				a.maybeFail = rowCause{c, i}
 			}
 		}
 	}
@@ -268,6 +283,7 @@ func (m *Model) readResults(c *call, res []drivers.Status) {
 	c.folded = true
 	wasPending := !m.committed(a)
 	var declined []drivers.Row
+	bad := -1 // the last row that fails the attempt
 	for i, s := range c.res {
 		r := c.rows[i]
 		if r.Position < 0 || r.Position >= len(a.served) {
@@ -281,12 +297,15 @@ func (m *Model) readResults(c *call, res []drivers.Status) {
 		case s == drivers.Miss:
 			a.missed++
 		default:
-			a.failCause = fmt.Sprintf("call %d row %d (key %q) is %v", c.id, i, r.Key, s)
+			bad = i
 			declined = nil
 		}
 	}
+	if bad >= 0 {
+		a.failCause = rowCause{c, bad}
+	}
 	c.b.phase = complete
-	if len(declined) > 0 && a.failCause == "" && wasPending {
+	if len(declined) > 0 && a.failCause == nil && wasPending {
 		c.recheckRows = declined
 		c.b.phase = calling // complete once the recheck answered
 		m.recheck = c
@@ -302,7 +321,7 @@ func (m *Model) answerRecheck(c *call, keys []string, present []bool, err error)
 		return
 	}
 	if err != nil {
-		a.failCause = fmt.Sprintf("the lookup after a declined publish failed: %v", err)
+		a.failCause = errCause{"the lookup after a declined publish failed: %v", err}
 		return
 	}
 	for i, r := range c.recheckRows {
@@ -332,4 +351,42 @@ func (m *Model) drained(st drivers.DrainStatus) {
 	if m.shut.asked && st.Done {
 		m.shut.drainDone = true
 	}
+}
+
+// A cause is why an attempt must fail, or may have: kept as its parts and
+// formatted only when a finding names it, which a passing run never does.
+type cause = fmt.Stringer
+
+type textCause string
+
+func (t textCause) String() string { return string(t) }
+
+// errCause is a failure reported by an error (errors are values: it reads
+// the same when it is formatted later).
+type errCause struct {
+	format string // one %v, the error
+	err    error
+}
+
+func (e errCause) String() string { return fmt.Sprintf(e.format, e.err) }
+
+// rowCause is a row result that fails the attempt; a final result is kept
+// for good, so c.res[row] reads the same later.
+type rowCause struct {
+	c   *call
+	row int
+}
+
+func (r rowCause) String() string {
+	return fmt.Sprintf("call %d row %d (key %q) is %v", r.c.id, r.row, r.c.rows[r.row].Key, r.c.res[r.row])
+}
+
+// countCause is a Results read of the wrong length.
+type countCause struct {
+	c   *call
+	got int
+}
+
+func (n countCause) String() string {
+	return fmt.Sprintf("call %d answered %d results for %d rows", n.c.id, n.got, len(n.c.rows))
 }

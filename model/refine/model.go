@@ -51,8 +51,8 @@ type Model struct {
 	queue     []*batch // dispatch order (B-CUT: admission order)
 	calls     []*call  // every call submitted, in order
 
-	pending *lookup // a first lookup whose follow-up Submit may still come
-	recheck *call   // a publish call whose declined rows must be looked up next
+	pending *batch // looked up first; its follow-up Submit may still come
+	recheck *call  // a publish call whose declined rows must be looked up next
 
 	shut shutState
 
@@ -60,6 +60,11 @@ type Model struct {
 
 	dirty  bool // a fact arrived since the last step was judged
 	qdirty bool // ... since the last quiescent point was judged
+
+	callSlab slab[call]       // every call's storage
+	rowBuf   []drivers.Row    // storage the calls' rows are carved from
+	resBuf   []drivers.Status // ... the calls' results
+	flagBuf  []bool           // ... the attempts' served and present flags
 
 	found []rules.Violation
 	seen  map[string]bool // rule+attempt already reported
@@ -83,15 +88,22 @@ type shutState struct {
 
 type attempt struct {
 	view    AttemptView
-	dir     drivers.Direction
-	rows    []drivers.Row
-	mask    []bool
-	batches []*batch
-	served  []bool // by view position
+	nrows   int     // the view's rows, masked in or out
+	batches []batch // B-CUT's cut of the masked-in rows, in dispatch order
+	served  []bool  // by view position
+	present []bool  // storage for the batches' lookup answers, by masked-in row
 
+	failCause cause     // a definite failure the backend has seen (nil: none)
+	maybeFail cause     // a failure the backend may have acted on early (nil: none)
+	noRoom    roomCheck // whether B-BOUND refuses it at admission, and why
+	missed    int       // fetch rows not served: absent at lookup, or MISS
+	declined  int       // publish rows declined, then absent at the second lookup
+	raced     int       // publish rows declined, then present (served)
+	bad       string    // why the view is malformed ("" if it is not)
+
+	// The small fields last, together: no padding between them.
+	dir         drivers.Direction
 	state       backend.State  // last committed state seen (Pending until then)
-	failCause   string         // a definite failure the backend has seen
-	maybeFail   string         // a failure the backend may have acted on early
 	cancelAsk   bool           // Cancel or Shutdown asked while Pending
 	askNow      bool           // the Cancel being judged found it Pending
 	unprovable  bool           // sticky: the model's access was UNPROVABLE
@@ -99,15 +111,10 @@ type attempt struct {
 	done        bool           // committed and access ENDED: nothing more to judge
 	touched     bool           // seen in this step
 	stopDue     bool           // committed Failed or Cancelled in this step
-	noRoom      string         // why B-BOUND refuses it at admission ("" if it fits)
-	missed      int            // fetch rows not served: absent at lookup, or MISS
 	noted       bool           // an OnChange report arrived
 	notedState  backend.State  // ... and showed this outcome
 	notedAccess drivers.Access // ... and this access
 	noteChecked bool           // done, and its last report was judged
-	declined    int            // publish rows declined, then absent at the second lookup
-	raced       int            // publish rows declined, then present (served)
-	bad         string         // why the view is malformed ("" if it is not)
 }
 
 type phase uint8
@@ -139,12 +146,6 @@ type call struct {
 	folded      bool             // the backend read every result final
 	cancels     int
 	recheckRows []drivers.Row // declined rows to look up again
-}
-
-type lookup struct {
-	b       *batch
-	present []bool
-	err     error
 }
 
 var errPanicked = errors.New("Submit panicked")
@@ -311,7 +312,7 @@ func (m *Model) unregistered(hs []drivers.Handle, err error) {
 // Admitting is called just before the backend's Fetch or Publish of v.
 func (m *Model) Admitting(dir drivers.Direction, v drivers.View) {
 	m.event()
-	a := &attempt{dir: dir, rows: slices.Clone(v.Rows), mask: slices.Clone(v.Mask), served: make([]bool, len(v.Rows))}
+	a := &attempt{dir: dir, nrows: len(v.Rows)}
 	m.admitting = a
 	a.bad = m.malformed(dir, v)
 	if a.bad != "" || m.closed() != "" {
@@ -322,15 +323,15 @@ func (m *Model) Admitting(dir drivers.Direction, v drivers.View) {
 		a.expectFail = true
 		return
 	}
-	cuts := cut(active, m.caps.MaxRowsPerOp)
-	bs := make([]batch, len(cuts)) // one allocation for the attempt's batches
-	a.batches = make([]*batch, len(cuts))
-	for i, rows := range cuts {
-		bs[i] = batch{a: a, rows: rows}
-		a.batches[i] = &bs[i]
-	}
-	if a.noRoom = m.room(len(a.batches)); a.noRoom == "" {
-		m.queue = append(m.queue, a.batches...)
+	// One allocation holds served (by view position) and the lookup answers
+	// (by masked-in row): both are small and live as long as the attempt.
+	flags := carve(&m.flagBuf, len(v.Rows)+len(active), 64)
+	a.served, a.present = flags[:len(v.Rows):len(v.Rows)], flags[len(v.Rows):]
+	a.batches = cut(a, active, m.caps.MaxRowsPerOp)
+	if a.noRoom = m.room(len(a.batches)); !a.noRoom.full {
+		for i := range a.batches {
+			m.queue = append(m.queue, &a.batches[i])
+		}
 	}
 }
 
@@ -346,10 +347,7 @@ func (m *Model) Admitted(av AttemptView, err error) {
 	if why == "" {
 		why = m.closed()
 	}
-	room := ""
-	if why == "" && !a.expectFail {
-		room = a.noRoom
-	}
+	noRoom := why == "" && !a.expectFail && a.noRoom.full
 	if err != nil {
 		if errors.Is(err, drivers.ErrInvalidSubmission) {
 			m.count.Invalid++
@@ -360,11 +358,11 @@ func (m *Model) Admitted(av AttemptView, err error) {
 		m.count.Attempts++
 	}
 	switch {
-	case err != nil && why == "" && room == "" && !a.expectFail:
+	case err != nil && why == "" && !noRoom && !a.expectFail:
 		m.dequeue(a)
 		m.fail(rules.BProgress, nil, 0, fmt.Sprintf("refused/%d", len(m.found)), fmt.Sprintf(
 			"a %v view of %d rows was refused (%v) although the backend is open, the view is well formed and every bound has room (%s)",
-			a.dir, len(a.rows), err, m.gauges()))
+			a.dir, a.nrows, err, m.gauges()))
 		return
 	case err != nil:
 		m.dequeue(a)
@@ -375,8 +373,8 @@ func (m *Model) Admitted(av AttemptView, err error) {
 	case why != "":
 		m.fail(rules.BSubmit, nil, 0, fmt.Sprintf("admitted/%d", len(m.found)), fmt.Sprintf("a %v view was admitted as attempt %d although %s", a.dir, av.ID(), why))
 		return
-	case room != "" && !a.expectFail:
-		m.fail(rules.BBound, nil, 0, fmt.Sprintf("admitted/%d", len(m.found)), fmt.Sprintf("a %v view of %d batches was admitted as attempt %d although %s", a.dir, len(a.batches), av.ID(), room))
+	case noRoom:
+		m.fail(rules.BBound, nil, 0, fmt.Sprintf("admitted/%d", len(m.found)), fmt.Sprintf("a %v view of %d batches was admitted as attempt %d although %s", a.dir, len(a.batches), av.ID(), m.roomText(a.noRoom, len(a.batches))))
 		return
 	}
 	a.view = av
@@ -385,7 +383,7 @@ func (m *Model) Admitted(av AttemptView, err error) {
 	o := av.Outcome()
 	switch {
 	case a.expectFail:
-		a.failCause = "a row outside any live registration"
+		a.failCause = textCause("a row outside any live registration")
 		if o.State != backend.Failed {
 			m.fail(rules.BSubmit, a, 0, "outside", fmt.Sprintf("a row outside any live registration must fail the attempt at admission, but it is %v", o.State))
 		}
@@ -456,16 +454,29 @@ func (m *Model) outside(rows []drivers.Row) string {
 	return ""
 }
 
+// roomCheck is B-BOUND's admission, as counted: formatted only when a
+// finding needs it (roomText).
+type roomCheck struct {
+	full       bool // some batch of the view does not fit
+	unprovable int  // UNPROVABLE calls
+	have       int  // calls in flight or queued (when unprovable is within its limit)
+}
+
 // room is B-BOUND's admission: every batch of the view must fit.
-func (m *Model) room(n int) string {
+func (m *Model) room(n int) roomCheck {
 	if u := m.unprovableCalls(); u > m.bcfg.MaxUnprovable {
-		return fmt.Sprintf("%d calls are UNPROVABLE (limit %d)", u, m.bcfg.MaxUnprovable)
+		return roomCheck{full: true, unprovable: u}
 	}
-	have, limit := m.inFlight()+m.queued(), m.bcfg.MaxCallsInFlight+m.bcfg.MaxQueuedCalls
-	if have+n > limit {
-		return fmt.Sprintf("%d calls in flight or queued and %d more do not fit in %d", have, n, limit)
+	have := m.inFlight() + m.queued()
+	return roomCheck{full: have+n > m.bcfg.MaxCallsInFlight+m.bcfg.MaxQueuedCalls, have: have}
+}
+
+// roomText says why a view of n batches does not fit.
+func (m *Model) roomText(r roomCheck, n int) string {
+	if r.unprovable > m.bcfg.MaxUnprovable {
+		return fmt.Sprintf("%d calls are UNPROVABLE (limit %d)", r.unprovable, m.bcfg.MaxUnprovable)
 	}
-	return ""
+	return fmt.Sprintf("%d calls in flight or queued and %d more do not fit in %d", r.have, n, m.bcfg.MaxCallsInFlight+m.bcfg.MaxQueuedCalls)
 }
 
 func (m *Model) gauges() string {
@@ -478,7 +489,8 @@ func (m *Model) dequeue(a *attempt) {
 }
 
 func (m *Model) dispatched(a *attempt) bool {
-	for _, b := range a.batches {
+	for i := range a.batches {
+		b := &a.batches[i]
 		if b.phase != queued {
 			return true
 		}
@@ -535,21 +547,59 @@ func (m *Model) retainedBytes() int64 {
 
 // cut is B-CUT, written from the contract: masked-in rows in view order; a
 // new call starts when the current one holds max rows or already names the
-// next row's key.
-// cut's batches are full slices of rows (capacity ends at each batch, so
-// an append to one never writes into the next).
-func cut(rows []drivers.Row, max int) [][]drivers.Row {
-	var out [][]drivers.Row
+// next row's key. Each batch's rows are a full slice of rows (capacity ends
+// at the batch, so an append to one never writes into the next).
+func cut(a *attempt, rows []drivers.Row, max int) []batch {
+	n := 0
+	cuts(rows, max, func(int, int) { n++ })
+	out := make([]batch, 0, n) // one allocation for the attempt's batches
+	cuts(rows, max, func(start, end int) {
+		out = append(out, batch{a: a, rows: rows[start:end:end]})
+	})
+	return out
+}
+
+// cuts calls f with the bounds of each batch of rows.
+func cuts(rows []drivers.Row, max int, f func(start, end int)) {
 	start := 0
 	for i, r := range rows {
 		cur := rows[start:i]
 		if len(cur) == max || slices.ContainsFunc(cur, func(c drivers.Row) bool { return c.Key == r.Key }) {
-			out = append(out, rows[start:i:i])
+			f(start, i)
 			start = i
 		}
 	}
 	if start < len(rows) {
-		out = append(out, rows[start:len(rows):len(rows)])
+		f(start, len(rows))
 	}
-	return out
+}
+
+// slab hands out zeroed T's from chunks of up to 8: a model's calls cost a
+// few allocations, not one each, and at most 7 unused slots. A chunk is
+// never moved, so pointers into it stay valid.
+type slab[T any] struct {
+	free []T
+	size int // of the last chunk
+}
+
+func (s *slab[T]) alloc() *T {
+	if len(s.free) == 0 {
+		s.size = min(max(2*s.size, 2), 8)
+		s.free = make([]T, s.size)
+	}
+	p := &s.free[0]
+	s.free = s.free[1:]
+	return p
+}
+
+// carve returns n zeroed T's from *buf, a chunk of at least chunk T's
+// allocated when *buf has too little left: a full slice (its capacity ends
+// at n, so an append never writes into the next one's).
+func carve[T any](buf *[]T, n, chunk int) []T {
+	if cap(*buf)-len(*buf) < n {
+		*buf = make([]T, 0, max(n, chunk))
+	}
+	b := *buf
+	*buf = b[:len(b)+n]
+	return b[len(b) : len(b)+n : len(b)+n]
 }

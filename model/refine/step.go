@@ -23,7 +23,8 @@ func (m *Model) touch(a *attempt) {
 // is queued or a call lacks evidence, else ENDED.
 func (m *Model) access(a *attempt) drivers.Access {
 	acc := drivers.AccessEnded
-	for _, b := range a.batches {
+	for i := range a.batches {
+		b := &a.batches[i]
 		var ba drivers.Access
 		switch {
 		case b.call != nil:
@@ -49,7 +50,8 @@ func (m *Model) access(a *attempt) drivers.Access {
 // complete reports whether every batch has its fold: the attempt must be
 // Delivered unless something failed it.
 func allComplete(a *attempt) bool {
-	for _, b := range a.batches {
+	for i := range a.batches {
+		b := &a.batches[i]
 		if b.phase != complete {
 			return false
 		}
@@ -75,7 +77,7 @@ func (m *Model) judge(a *attempt) {
 		switch {
 		case a.cancelAsk:
 			m.fail(rules.BCancel, a, 0, "cancel-commit", "a cancel of a Pending attempt must commit Cancelled, but it is still Pending")
-		case a.failCause != "":
+		case a.failCause != nil:
 			m.fail(rules.BModel, a, 0, "should-fail", fmt.Sprintf("it must be Failed (%s), but it is still Pending", a.failCause))
 		case allComplete(a):
 			m.fail(rules.BModel, a, 0, "should-deliver", fmt.Sprintf("every batch has its results, so it must be Delivered(%s), but it is still Pending", positions(a.served)))
@@ -120,9 +122,9 @@ func (m *Model) committedNow(a *attempt, o backend.Outcome) {
 		switch {
 		case a.cancelAsk:
 			m.fail(rules.BOutcome, a, 0, "delivered-cancelled", fmt.Sprintf("it was cancelled while Pending, but it is %v", o))
-		case a.failCause != "":
+		case a.failCause != nil:
 			m.fail(rule, a, 0, "delivered-failed", fmt.Sprintf("it is %v, but %s: the whole attempt fails", o, a.failCause))
-		case a.maybeFail != "":
+		case a.maybeFail != nil:
 			m.fail(rule, a, 0, "delivered-failed", fmt.Sprintf("it is %v, but %s: the whole attempt fails", o, a.maybeFail))
 		case !allComplete(a):
 			m.fail(rules.BModel, a, 0, "delivered-early", fmt.Sprintf("it is %v before every batch had its results (%s)", o, m.callStates(a)))
@@ -130,7 +132,7 @@ func (m *Model) committedNow(a *attempt, o backend.Outcome) {
 			m.fail(rule, a, 0, "served", fmt.Sprintf("it is Delivered serving %s, but the store's answers serve %s", positions(o.Served), positions(a.served)))
 		}
 	case backend.Failed:
-		if a.failCause == "" && a.maybeFail == "" && !a.expectFail {
+		if a.failCause == nil && a.maybeFail == nil && !a.expectFail {
 			m.fail(rule, a, 0, "failed", fmt.Sprintf("it is %v, but no row, lookup or call failed", o))
 		}
 	case backend.Cancelled:
@@ -151,7 +153,8 @@ func (m *Model) committedNow(a *attempt, o backend.Outcome) {
 // stopped checks that every call of a stopped attempt that was still
 // running got a cancel.
 func (m *Model) stopped(a *attempt) {
-	for _, b := range a.batches {
+	for i := range a.batches {
+		b := &a.batches[i]
 		c := b.call
 		if c == nil || c.stuck || c.folded || c.acc != drivers.AccessPending || c.cancels > 0 {
 			continue
@@ -336,7 +339,8 @@ func positions(served []bool) string {
 
 func (m *Model) callStates(a *attempt) string {
 	var p []string
-	for i, b := range a.batches {
+	for i := range a.batches {
+		b := &a.batches[i]
 		switch {
 		case b.call != nil && b.call.id != 0:
 			p = append(p, fmt.Sprintf("batch %d: call %d %v results %v", i, b.call.id, b.call.acc, b.call.res))
