@@ -3,8 +3,9 @@ package memdriver
 import (
 	"context"
 	"errors"
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -185,8 +186,10 @@ func (d *Driver) refuseRegistration() error {
 // binding: no shared memory and no label used twice, decided without asking
 // the store. Caller holds d.mu.
 func (d *Driver) checkOverlap(regions ...drivers.Region) error {
+	var buf [16]*binding
+	bs := d.sortedBindings(buf[:0])
 	for _, r := range regions {
-		for _, b := range d.sortedBindings() {
+		for _, b := range bs {
 			switch {
 			case r.Label == b.region.Label:
 				return refused("region %q: label already registered (D-REG-1)", r.Label)
@@ -198,13 +201,14 @@ func (d *Driver) checkOverlap(regions ...drivers.Region) error {
 	return nil
 }
 
-func (d *Driver) sortedBindings() []*binding {
-	bs := make([]*binding, 0, len(d.bindings))
+// sortedBindings appends the bindings to buf by handle; a caller's array
+// as buf keeps the usual few off the heap.
+func (d *Driver) sortedBindings(buf []*binding) []*binding {
 	for _, b := range d.bindings {
-		bs = append(bs, b)
+		buf = append(buf, b)
 	}
-	sort.Slice(bs, func(i, j int) bool { return bs[i].h < bs[j].h })
-	return bs
+	slices.SortFunc(buf, func(a, b *binding) int { return cmp.Compare(a.h, b.h) })
+	return buf
 }
 
 // reserve records r as an in-progress registration under a fresh handle;
@@ -368,7 +372,8 @@ func (d *Driver) Drain() drivers.DrainStatus {
 	defer d.mu.Unlock()
 	d.draining = true
 	var pending []drivers.CallID
-	for _, c := range d.sortedCalls() {
+	var buf [16]*call
+	for _, c := range d.sortedCalls(buf[:0]) {
 		if !c.access.Evidenced() || c.delivered < c.version || c.running {
 			pending = append(pending, c.id)
 		}
@@ -392,7 +397,8 @@ func (d *Driver) Shutdown(ctx context.Context) []string {
 	for d.inCallback > 0 {
 		d.cond.Wait() // D-CB-5: a callback still running must return first
 	}
-	for _, c := range d.sortedCalls() {
+	var buf [16]*call
+	for _, c := range d.sortedCalls(buf[:0]) {
 		if c.access.Evidenced() {
 			continue
 		}
@@ -410,7 +416,7 @@ func (d *Driver) Shutdown(ctx context.Context) []string {
 	}
 	d.toWake = nil
 	var owed []*call
-	for _, c := range d.sortedCalls() {
+	for _, c := range d.sortedCalls(buf[:0]) {
 		if c.delivered < c.version && c.onChange != nil {
 			owed = append(owed, c)
 		}
@@ -425,7 +431,7 @@ func (d *Driver) Shutdown(ctx context.Context) []string {
 	defer d.mu.Unlock()
 	var labels []string
 	named := map[drivers.Handle]bool{}
-	for _, c := range d.sortedCalls() {
+	for _, c := range d.sortedCalls(buf[:0]) {
 		switch c.access {
 		case drivers.AccessUnprovable:
 			labels = append(labels, drivers.CallLabel(c.id, drivers.WhyUnprovable))
@@ -436,7 +442,8 @@ func (d *Driver) Shutdown(ctx context.Context) []string {
 			delete(d.calls, c.id)
 		}
 	}
-	for _, b := range d.sortedBindings() {
+	var bbuf [16]*binding
+	for _, b := range d.sortedBindings(bbuf[:0]) {
 		switch b.state {
 		case bindLive:
 			switch {
@@ -462,7 +469,8 @@ func (d *Driver) PendingCalls() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []string
-	for _, c := range d.sortedCalls() {
+	var buf [16]*call
+	for _, c := range d.sortedCalls(buf[:0]) {
 		if !c.access.Evidenced() {
 			out = append(out, fmt.Sprintf("call %d (%v, %d rows, access %v)", c.id, c.dir, len(c.rows), c.access))
 		}
@@ -470,11 +478,12 @@ func (d *Driver) PendingCalls() []string {
 	return out
 }
 
-func (d *Driver) sortedCalls() []*call {
-	cs := make([]*call, 0, len(d.calls))
+// sortedCalls appends the calls not yet retired to buf by id (see
+// sortedBindings).
+func (d *Driver) sortedCalls(buf []*call) []*call {
 	for _, c := range d.calls {
-		cs = append(cs, c)
+		buf = append(buf, c)
 	}
-	sort.Slice(cs, func(i, j int) bool { return cs[i].id < cs[j].id })
-	return cs
+	slices.SortFunc(buf, func(a, b *call) int { return cmp.Compare(a.id, b.id) })
+	return buf
 }
