@@ -1,11 +1,12 @@
 package memdriver
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -136,14 +137,34 @@ func New(rt sim.Runtime, store *Store, cfg Config) *Driver {
 			d.cfgErr = fmt.Errorf("%w: driver %q: %w", ErrBadConfig, d.name, err)
 		}
 	}
+	// The stream name "memdriver/<name>" and the event labels
+	// "memdriver/<name> <event>" are cut from one string: one allocation.
+	p := "memdriver/" + d.name + " "
+	lbls := [...]struct {
+		dst   *string
+		event string
+	}{
+		{&d.lblBegin, "begin"}, {&d.lblRow, "row start"}, {&d.lblChunk, "chunk"}, {&d.lblLate, "late write"},
+		{&d.lblSettle, "settle"}, {&d.lblProof, "proof"}, {&d.lblTimeout, "timeout"}, {&d.lblWake, "onChange"},
+	}
+	var b strings.Builder
+	b.Grow(len(lbls)*(len(p)+10) + len(p))
+	b.WriteString(p)
+	for _, l := range lbls {
+		b.WriteString(p)
+		b.WriteString(l.event)
+	}
+	all := b.String()
+	stream, all := all[:len(p)-1], all[len(p):]
+	for _, l := range lbls {
+		n := len(p) + len(l.event)
+		*l.dst, all = all[:n], all[n:]
+	}
 	root := sim.NewRand(0)
 	if rt != nil {
-		root = rt.Rand("memdriver/" + d.name)
+		root = rt.Rand(stream)
 	}
 	d.rTiming, d.rFault, d.rReg, d.rLook = root.Fork("timing"), root.Fork("faults"), root.Fork("registration"), root.Fork("lookup")
-	p := "memdriver/" + d.name + " "
-	d.lblBegin, d.lblRow, d.lblChunk, d.lblLate = p+"begin", p+"row start", p+"chunk", p+"late write"
-	d.lblSettle, d.lblProof, d.lblTimeout, d.lblWake = p+"settle", p+"proof", p+"timeout", p+"onChange"
 	return d
 }
 
