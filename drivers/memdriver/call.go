@@ -223,7 +223,11 @@ func (d *Driver) startRow(c *call, i int) {
 			d.store.evict(by, row.Key) // stale lookup: present at lookup, gone now
 			selfEvicted = true
 		}
-		obj, ok := d.store.Get(row.Key)
+		get := d.store.object // the object itself: the row only reads it
+		if d.rowHook() {
+			get = d.store.Get // a Row hook is handed the data and may write it
+		}
+		obj, ok := get(row.Key)
 		switch {
 		case !ok:
 			// D-STATUS: MISS never touches the slot. Without AbsentIsMiss an
@@ -252,9 +256,9 @@ func (d *Driver) startRow(c *call, i int) {
 		rs.final = drivers.Fault // a transport error after some (maybe all) bytes
 		rs.limit = d.rFault.Intn(rs.limit + 1)
 	}
-	if h := d.hooks; h != nil && h.Row != nil {
+	if d.rowHook() {
 		p := RowPlan{Call: c.id, Row: i, Dir: c.dir, Key: row.Key, SlotBytes: reg.SlotBytes, Status: rs.final, Data: rs.data, Limit: rs.limit}
-		h.Row(&p)
+		d.hooks.Row(&p)
 		rs.final, rs.data, rs.limit = p.Status, p.Data, p.Limit
 	}
 	if rs.limit == 0 {
@@ -266,6 +270,9 @@ func (d *Driver) startRow(c *call, i int) {
 	d.after(c, d.lblChunk, rs.step)
 	d.mu.Unlock()
 }
+
+// rowHook reports whether a Hooks.Row may change (and keep) a row's data.
+func (d *Driver) rowHook() bool { return d.hooks != nil && d.hooks.Row != nil }
 
 // moveChunk moves the next chunk of row i through the region's Memory, the
 // only way this driver touches registered memory (D-SUB-6), naming the call
@@ -320,7 +327,9 @@ func (d *Driver) finishTransfer(c *call, i int) {
 	if c.dir == drivers.Publish && rs.limit > 0 && rs.limit == len(rs.data) {
 		// A faulted publish that read everything may still land (D-STATUS).
 		if rs.final == drivers.OK || (rs.final == drivers.Fault && d.rFault.Chance(0.5)) {
-			d.store.put(Origin{Driver: d.name, Call: c.id, Row: i}, c.rows[i].Key, rs.data)
+			// rs.data is never written again: the store may keep it, unless a
+			// Row hook handed out a buffer of its own.
+			d.store.put(Origin{Driver: d.name, Call: c.id, Row: i}, c.rows[i].Key, rs.data, !d.rowHook())
 		}
 	}
 	if !c.plan.wrongLength {
