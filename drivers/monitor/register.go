@@ -100,8 +100,7 @@ func (m *Monitor) refused(regions []drivers.Region, err error, geom bool, rule r
 		return
 	}
 	var doubt map[string]bool
-	var ind *drivers.InDoubtError
-	if errors.As(err, &ind) {
+	if ind, ok := errors.AsType[*drivers.InDoubtError](err); ok {
 		doubt = map[string]bool{}
 		for _, l := range ind.Labels {
 			doubt[l] = true
