@@ -3,6 +3,7 @@ package drivers
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -36,11 +37,28 @@ var (
 )
 
 func invalidCaps(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalidCapabilities, fmt.Sprintf(format, args...))
+	return detailf(ErrInvalidCapabilities, format, args...)
 }
 
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalidSubmission, fmt.Sprintf(format, args...))
+	return detailf(ErrInvalidSubmission, format, args...)
+}
+
+// detailError is a sentinel and its detail: the text of
+// fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...)), formatted
+// once into one string (two allocations, not four).
+type detailError struct {
+	sentinel error
+	text     string
+}
+
+func (e *detailError) Error() string { return e.text }
+func (e *detailError) Unwrap() error { return e.sentinel }
+
+func detailf(sentinel error, format string, args ...any) error {
+	var buf [128]byte
+	b := append(append(buf[:0], sentinel.Error()...), ": "...)
+	return &detailError{sentinel, string(fmt.Appendf(b, format, args...))}
 }
 
 // InDoubtError is D-TOG-2: a together-registration failed and its rollback
@@ -62,7 +80,11 @@ func (e *InDoubtError) Unwrap() error { return e.Err }
 
 // Resource labels returned by Shutdown (D-SHUT-1). A label names a resource
 // the driver could not release; an empty list means everything was released.
-func CallLabel(id CallID, why string) string { return fmt.Sprintf("call:%d:%s", id, why) }
+func CallLabel(id CallID, why string) string {
+	var buf [64]byte
+	b := strconv.AppendUint(append(buf[:0], "call:"...), uint64(id), 10)
+	return string(append(append(b, ':'), why...))
+}
 
 // RegionLabel is the shutdown label for a region ("region:<label>:<why>").
 func RegionLabel(label, why string) string { return "region:" + label + ":" + why }

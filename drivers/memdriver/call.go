@@ -10,27 +10,28 @@ import (
 // guarded by d.mu.
 type call struct {
 	id       drivers.CallID
-	dir      drivers.Direction
 	rows     []drivers.Row
 	regions  []drivers.Region // per row, as registered at submit
 	handles  []drivers.Handle // distinct handles the call names
 	onChange func()
 	wake     func()
 	plan     plan
+	dir      drivers.Direction
 
-	results   []drivers.Status
+	// The flags sit together so that the call stays in its size class.
 	access    drivers.Access
-	rs        []rowState
 	begun     bool
 	stopped   bool // the driver stopped waiting (error-after, timeout)
 	proves    bool // once stopped and quiet, access is proven ENDED
 	proofDue  bool // a proof event is scheduled
-	inFlight  int  // rows transferring plus late writes pending
-	steps     int  // chunks moved, for error-after
+	running   bool // a callback is running
+	listed    bool // queued in d.toWake
+	results   []drivers.Status
+	rs        []rowState
+	inFlight  int // rows transferring plus late writes pending
+	steps     int // chunks moved, for error-after
 	version   uint64
 	delivered uint64     // version seen by the last callback that returned
-	running   bool       // a callback is running
-	listed    bool       // queued in d.toWake
 	handle    callHandle // what Submit returns
 
 	// Inline storage for a small call's slices: one allocation per call
@@ -49,14 +50,14 @@ const inlineRows = 4
 
 // plan is the call's fault plan, drawn at Submit.
 type plan struct {
+	errorAfterAt    int // fail after this many chunks moved; 0: never
+	timeoutAt       time.Duration
+	hangRow         int // never-ends: this row's transfer never finishes; -1: none
 	errorBefore     bool
-	errorAfterAt    int  // fail after this many chunks moved; 0: never
 	errorProves     bool // error-after: proven ENDED once quiet
 	wrongLength     bool
 	delayed         bool // delay fault: each step takes up to 50 step delays more
-	timeoutAt       time.Duration
 	unprovableLater bool
-	hangRow         int // never-ends: this row's transfer never finishes; -1: none
 }
 
 type rowPhase uint8
@@ -74,6 +75,7 @@ type rowState struct {
 	limit  int            // bytes to move (< SlotBytes when cut short)
 	chunks int
 	next   int
+	step   func() // the row's every event (rowStep), made when the call begins
 }
 
 func (d *Driver) newCall(b drivers.RowBatch, onChange func()) *call {
@@ -161,7 +163,8 @@ func (d *Driver) begin(c *call) {
 	default:
 		for i := range c.rows {
 			if !c.results[i].Final() {
-				d.after(c, d.lblRow, func() { d.startRow(c, i) })
+				c.rs[i].step = func() { d.rowStep(c, i) }
+				d.after(c, d.lblRow, c.rs[i].step)
 			}
 		}
 		if c.plan.timeoutAt > 0 {
@@ -172,10 +175,25 @@ func (d *Driver) begin(c *call) {
 	d.unlockAndWake()
 }
 
+// rowStep is every event of row i: its start, each chunk, then maybe a late
+// write, in that order and never two scheduled at once, so the row's phase
+// says which one this is. One closure per row serves them all (rowState.step).
+func (d *Driver) rowStep(c *call, i int) {
+	d.mu.Lock()
+	switch c.rs[i].phase {
+	case rowIdle:
+		d.startRow(c, i)
+	case rowRunning:
+		d.moveChunk(c, i)
+	default:
+		d.lateWrite(c, i)
+	}
+}
+
 // startRow decides what row i will move. A FETCH reads the object at once
 // (its linearization point); a MISS ends the row without touching the slot.
+// Called with d.mu held; it releases it.
 func (d *Driver) startRow(c *call, i int) {
-	d.mu.Lock()
 	if d.shut || c.results[i].Final() {
 		d.mu.Unlock()
 		return
@@ -205,7 +223,11 @@ func (d *Driver) startRow(c *call, i int) {
 			d.store.evict(by, row.Key) // stale lookup: present at lookup, gone now
 			selfEvicted = true
 		}
-		obj, ok := d.store.Get(row.Key)
+		get := d.store.object // the object itself: the row only reads it
+		if d.rowHook() {
+			get = d.store.Get // a Row hook is handed the data and may write it
+		}
+		obj, ok := get(row.Key)
 		switch {
 		case !ok:
 			// D-STATUS: MISS never touches the slot. Without AbsentIsMiss an
@@ -234,9 +256,9 @@ func (d *Driver) startRow(c *call, i int) {
 		rs.final = drivers.Fault // a transport error after some (maybe all) bytes
 		rs.limit = d.rFault.Intn(rs.limit + 1)
 	}
-	if h := d.hooks; h != nil && h.Row != nil {
+	if d.rowHook() {
 		p := RowPlan{Call: c.id, Row: i, Dir: c.dir, Key: row.Key, SlotBytes: reg.SlotBytes, Status: rs.final, Data: rs.data, Limit: rs.limit}
-		h.Row(&p)
+		d.hooks.Row(&p)
 		rs.final, rs.data, rs.limit = p.Status, p.Data, p.Limit
 	}
 	if rs.limit == 0 {
@@ -245,15 +267,18 @@ func (d *Driver) startRow(c *call, i int) {
 		return
 	}
 	rs.chunks = min(1+d.rTiming.Intn(3), rs.limit)
-	d.after(c, d.lblChunk, func() { d.moveChunk(c, i) })
+	d.after(c, d.lblChunk, rs.step)
 	d.mu.Unlock()
 }
 
+// rowHook reports whether a Hooks.Row may change (and keep) a row's data.
+func (d *Driver) rowHook() bool { return d.hooks != nil && d.hooks.Row != nil }
+
 // moveChunk moves the next chunk of row i through the region's Memory, the
 // only way this driver touches registered memory (D-SUB-6), naming the call
-// and row. The mutex is not held while memory is touched.
+// and row. Called with d.mu held, which it releases while memory is touched
+// and on return.
 func (d *Driver) moveChunk(c *call, i int) {
-	d.mu.Lock()
 	if d.shut {
 		d.mu.Unlock()
 		return
@@ -285,7 +310,7 @@ func (d *Driver) moveChunk(c *call, i int) {
 		d.stop(c, drivers.Fault, c.plan.errorProves)
 	}
 	if rs.next < rs.chunks {
-		d.after(c, d.lblChunk, func() { d.moveChunk(c, i) })
+		d.after(c, d.lblChunk, rs.step)
 		d.mu.Unlock()
 		return
 	}
@@ -302,7 +327,9 @@ func (d *Driver) finishTransfer(c *call, i int) {
 	if c.dir == drivers.Publish && rs.limit > 0 && rs.limit == len(rs.data) {
 		// A faulted publish that read everything may still land (D-STATUS).
 		if rs.final == drivers.OK || (rs.final == drivers.Fault && d.rFault.Chance(0.5)) {
-			d.store.put(Origin{Driver: d.name, Call: c.id, Row: i}, c.rows[i].Key, rs.data)
+			// rs.data is never written again: the store may keep it, unless a
+			// Row hook handed out a buffer of its own.
+			d.store.put(Origin{Driver: d.name, Call: c.id, Row: i}, c.rows[i].Key, rs.data, !d.rowHook())
 		}
 	}
 	if !c.plan.wrongLength {
@@ -310,16 +337,16 @@ func (d *Driver) finishTransfer(c *call, i int) {
 	}
 	if c.dir == drivers.Fetch && c.results[i] == drivers.OK && d.rFault.Chance(d.mix.LateWrite) {
 		// RDMA-style late write: after the result, before access ENDED.
-		d.after(c, d.lblLate, func() { d.lateWrite(c, i) })
+		d.after(c, d.lblLate, rs.step)
 		return
 	}
 	c.inFlight--
 	d.maybeEnd(c)
 }
 
-// lateWrite writes row i's object into its slot again, whole.
+// lateWrite writes row i's object into its slot again, whole. Called with
+// d.mu held; it releases it.
 func (d *Driver) lateWrite(c *call, i int) {
-	d.mu.Lock()
 	if d.shut {
 		d.mu.Unlock()
 		return

@@ -1,10 +1,12 @@
 package memdriver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -135,14 +137,34 @@ func New(rt sim.Runtime, store *Store, cfg Config) *Driver {
 			d.cfgErr = fmt.Errorf("%w: driver %q: %w", ErrBadConfig, d.name, err)
 		}
 	}
+	// The stream name "memdriver/<name>" and the event labels
+	// "memdriver/<name> <event>" are cut from one string: one allocation.
+	p := "memdriver/" + d.name + " "
+	lbls := [...]struct {
+		dst   *string
+		event string
+	}{
+		{&d.lblBegin, "begin"}, {&d.lblRow, "row start"}, {&d.lblChunk, "chunk"}, {&d.lblLate, "late write"},
+		{&d.lblSettle, "settle"}, {&d.lblProof, "proof"}, {&d.lblTimeout, "timeout"}, {&d.lblWake, "onChange"},
+	}
+	var b strings.Builder
+	b.Grow(len(lbls)*(len(p)+10) + len(p))
+	b.WriteString(p)
+	for _, l := range lbls {
+		b.WriteString(p)
+		b.WriteString(l.event)
+	}
+	all := b.String()
+	stream, all := all[:len(p)-1], all[len(p):]
+	for _, l := range lbls {
+		n := len(p) + len(l.event)
+		*l.dst, all = all[:n], all[n:]
+	}
 	root := sim.NewRand(0)
 	if rt != nil {
-		root = rt.Rand("memdriver/" + d.name)
+		root = rt.Rand(stream)
 	}
 	d.rTiming, d.rFault, d.rReg, d.rLook = root.Fork("timing"), root.Fork("faults"), root.Fork("registration"), root.Fork("lookup")
-	p := "memdriver/" + d.name + " "
-	d.lblBegin, d.lblRow, d.lblChunk, d.lblLate = p+"begin", p+"row start", p+"chunk", p+"late write"
-	d.lblSettle, d.lblProof, d.lblTimeout, d.lblWake = p+"settle", p+"proof", p+"timeout", p+"onChange"
 	return d
 }
 
@@ -185,8 +207,10 @@ func (d *Driver) refuseRegistration() error {
 // binding: no shared memory and no label used twice, decided without asking
 // the store. Caller holds d.mu.
 func (d *Driver) checkOverlap(regions ...drivers.Region) error {
+	var buf [16]*binding
+	bs := d.sortedBindings(buf[:0])
 	for _, r := range regions {
-		for _, b := range d.sortedBindings() {
+		for _, b := range bs {
 			switch {
 			case r.Label == b.region.Label:
 				return refused("region %q: label already registered (D-REG-1)", r.Label)
@@ -198,13 +222,14 @@ func (d *Driver) checkOverlap(regions ...drivers.Region) error {
 	return nil
 }
 
-func (d *Driver) sortedBindings() []*binding {
-	bs := make([]*binding, 0, len(d.bindings))
+// sortedBindings appends the bindings to buf by handle; a caller's array
+// as buf keeps the usual few off the heap.
+func (d *Driver) sortedBindings(buf []*binding) []*binding {
 	for _, b := range d.bindings {
-		bs = append(bs, b)
+		buf = append(buf, b)
 	}
-	sort.Slice(bs, func(i, j int) bool { return bs[i].h < bs[j].h })
-	return bs
+	slices.SortFunc(buf, func(a, b *binding) int { return cmp.Compare(a.h, b.h) })
+	return buf
 }
 
 // reserve records r as an in-progress registration under a fresh handle;
@@ -368,7 +393,8 @@ func (d *Driver) Drain() drivers.DrainStatus {
 	defer d.mu.Unlock()
 	d.draining = true
 	var pending []drivers.CallID
-	for _, c := range d.sortedCalls() {
+	var buf [16]*call
+	for _, c := range d.sortedCalls(buf[:0]) {
 		if !c.access.Evidenced() || c.delivered < c.version || c.running {
 			pending = append(pending, c.id)
 		}
@@ -392,7 +418,8 @@ func (d *Driver) Shutdown(ctx context.Context) []string {
 	for d.inCallback > 0 {
 		d.cond.Wait() // D-CB-5: a callback still running must return first
 	}
-	for _, c := range d.sortedCalls() {
+	var buf [16]*call
+	for _, c := range d.sortedCalls(buf[:0]) {
 		if c.access.Evidenced() {
 			continue
 		}
@@ -410,7 +437,7 @@ func (d *Driver) Shutdown(ctx context.Context) []string {
 	}
 	d.toWake = nil
 	var owed []*call
-	for _, c := range d.sortedCalls() {
+	for _, c := range d.sortedCalls(buf[:0]) {
 		if c.delivered < c.version && c.onChange != nil {
 			owed = append(owed, c)
 		}
@@ -425,7 +452,7 @@ func (d *Driver) Shutdown(ctx context.Context) []string {
 	defer d.mu.Unlock()
 	var labels []string
 	named := map[drivers.Handle]bool{}
-	for _, c := range d.sortedCalls() {
+	for _, c := range d.sortedCalls(buf[:0]) {
 		switch c.access {
 		case drivers.AccessUnprovable:
 			labels = append(labels, drivers.CallLabel(c.id, drivers.WhyUnprovable))
@@ -436,7 +463,8 @@ func (d *Driver) Shutdown(ctx context.Context) []string {
 			delete(d.calls, c.id)
 		}
 	}
-	for _, b := range d.sortedBindings() {
+	var bbuf [16]*binding
+	for _, b := range d.sortedBindings(bbuf[:0]) {
 		switch b.state {
 		case bindLive:
 			switch {
@@ -462,7 +490,8 @@ func (d *Driver) PendingCalls() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []string
-	for _, c := range d.sortedCalls() {
+	var buf [16]*call
+	for _, c := range d.sortedCalls(buf[:0]) {
 		if !c.access.Evidenced() {
 			out = append(out, fmt.Sprintf("call %d (%v, %d rows, access %v)", c.id, c.dir, len(c.rows), c.access))
 		}
@@ -470,11 +499,12 @@ func (d *Driver) PendingCalls() []string {
 	return out
 }
 
-func (d *Driver) sortedCalls() []*call {
-	cs := make([]*call, 0, len(d.calls))
+// sortedCalls appends the calls not yet retired to buf by id (see
+// sortedBindings).
+func (d *Driver) sortedCalls(buf []*call) []*call {
 	for _, c := range d.calls {
-		cs = append(cs, c)
+		buf = append(buf, c)
 	}
-	sort.Slice(cs, func(i, j int) bool { return cs[i].id < cs[j].id })
-	return cs
+	slices.SortFunc(buf, func(a, b *call) int { return cmp.Compare(a.id, b.id) })
+	return buf
 }

@@ -178,13 +178,20 @@ func DescribeSwarm(seed uint64) string {
 // String prints one line per enabled fault, in printing order:
 // "fault row-fault rate=0.05". The calm mix prints as "".
 func (m FaultMix) String() string {
-	var lines []string
+	var buf [1024]byte // every mix a seed draws fits: one allocation, the string
+	b := buf[:0]
 	for _, k := range faultKinds {
 		if r := *k.field(&m); r != 0 {
-			lines = append(lines, "fault "+k.name+" rate="+strconv.FormatFloat(r, 'g', -1, 64))
+			if len(b) > 0 {
+				b = append(b, '\n')
+			}
+			b = append(b, "fault "...)
+			b = append(b, k.name...)
+			b = append(b, " rate="...)
+			b = strconv.AppendFloat(b, r, 'g', -1, 64)
 		}
 	}
-	return strings.Join(lines, "\n")
+	return string(b)
 }
 
 // Check reports a rate outside [0, 1], naming the fault.
@@ -208,14 +215,22 @@ var ErrBadFaultMix = errors.New("memdriver: bad fault mix")
 func ParseFaultMix(text string) (FaultMix, error) {
 	var m FaultMix
 	seen := map[string]int{}
-	for i, line := range strings.Split(text, "\n") {
-		n := i + 1
+	n := 0
+	for line := range strings.SplitSeq(text, "\n") {
+		n++
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		f := strings.Fields(line)
-		if len(f) != 3 || f[0] != "fault" || !strings.HasPrefix(f[2], "rate=") {
+		var f [3]string // strings.Fields, without its slice
+		nf := 0
+		for w := range strings.FieldsSeq(line) {
+			if nf < len(f) {
+				f[nf] = w
+			}
+			nf++
+		}
+		if nf != 3 || f[0] != "fault" || !strings.HasPrefix(f[2], "rate=") {
 			return FaultMix{}, fmt.Errorf("%w: line %d: %q: want \"fault <name> rate=<r>\"", ErrBadFaultMix, n, line)
 		}
 		k, ok := lookupFault(f[1])

@@ -107,13 +107,21 @@ func (s *Store) Evicting() bool { return s.opts.Evicting }
 
 // Get returns a copy of key's object.
 func (s *Store) Get(key string) ([]byte, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	obj, ok := s.objs[key]
+	obj, ok := s.object(key)
 	if !ok {
 		return nil, false
 	}
 	return append([]byte(nil), obj...), true
+}
+
+// object is key's object itself, not a copy, for a driver that only reads
+// it: a held object is never written (put stores a copy, or a buffer handed
+// over for good).
+func (s *Store) object(key string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	obj, ok := s.objs[key]
+	return obj, ok
 }
 
 // Has reports whether key is held.
@@ -126,15 +134,20 @@ func (s *Store) Has(key string) bool {
 
 // Put stores a copy of obj under key unless key is held (first writer wins,
 // D-SUB-4) and reports whether it wrote.
-func (s *Store) Put(key string, obj []byte) bool { return s.put(Origin{}, key, obj) }
+func (s *Store) Put(key string, obj []byte) bool { return s.put(Origin{}, key, obj, false) }
 
-func (s *Store) put(by Origin, key string, obj []byte) bool {
+// put is Put for by; with handOver the caller gives obj up (it never writes
+// it again), so the store keeps obj itself rather than a copy.
+func (s *Store) put(by Origin, key string, obj []byte, handOver bool) bool {
 	s.mu.Lock()
 	_, held := s.objs[key]
 	events := []StoreEvent{{Kind: EventPut, Key: key, Stored: !held, By: by}}
 	if !held {
 		// D-SUB-5: the whole copy becomes visible at once, under the lock.
-		s.objs[key] = append([]byte(nil), obj...)
+		if !handOver {
+			obj = append([]byte(nil), obj...)
+		}
+		s.objs[key] = obj
 		if s.opts.Evicting && s.rnd.Chance(s.opts.EvictChance) {
 			keys := s.sortedKeys()
 			victim := keys[s.rnd.Intn(len(keys))]

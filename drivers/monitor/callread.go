@@ -59,7 +59,9 @@ func (c *callRec) Cancel() drivers.CancelResult {
 	var r drivers.CancelResult
 	blocked := false
 	if m.opts.CancelBound != nil {
-		blocked = !m.opts.CancelBound(func() { r = rec.inner.Cancel() })
+		var rb drivers.CancelResult // escapes with the closure: kept off the common path
+		blocked = !m.opts.CancelBound(func() { rb = rec.inner.Cancel() })
+		r = rb
 	} else {
 		r = rec.inner.Cancel()
 	}

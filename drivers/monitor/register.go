@@ -42,16 +42,27 @@ func (m *Monitor) liveRegsLocked() []*regRec {
 	return out
 }
 
+// overlapLocked is the live registration other than except, lowest handle
+// first, whose memory r overlaps; nil if none. It lists nothing, so the
+// checks at every registration and close allocate nothing.
+func (m *Monitor) overlapLocked(r drivers.Region, except *regRec) *regRec {
+	var first *regRec
+	for _, l := range m.regs {
+		if l.live && l != except && (first == nil || l.h < first.h) && r.Overlaps(l.r) {
+			first = l
+		}
+	}
+	return first
+}
+
 // mustRefuseLocked says why a registration of regions must be refused, or 0.
 func (m *Monitor) mustRefuseLocked(regions []drivers.Region) (rule rules.ID, why string, geom bool) {
 	if err := drivers.CheckGeometry(regions...); err != nil {
 		return rules.DReg1, "its geometry is bad (" + err.Error() + ")", true
 	}
 	for _, r := range regions {
-		for _, l := range m.liveRegsLocked() {
-			if r.Overlaps(l.r) {
-				return rules.DReg1, fmt.Sprintf("region %q overlaps live region %q (handle %d)", r.Label, l.r.Label, l.h), false
-			}
+		if l := m.overlapLocked(r, nil); l != nil {
+			return rules.DReg1, fmt.Sprintf("region %q overlaps live region %q (handle %d)", r.Label, l.r.Label, l.h), false
 		}
 	}
 	switch {
@@ -89,8 +100,7 @@ func (m *Monitor) refused(regions []drivers.Region, err error, geom bool, rule r
 		return
 	}
 	var doubt map[string]bool
-	var ind *drivers.InDoubtError
-	if errors.As(err, &ind) {
+	if ind, ok := errors.AsType[*drivers.InDoubtError](err); ok {
 		doubt = map[string]bool{}
 		for _, l := range ind.Labels {
 			doubt[l] = true
@@ -102,11 +112,7 @@ func (m *Monitor) refused(regions []drivers.Region, err error, geom bool, rule r
 		if doubt[r.Label] {
 			continue
 		}
-		free := true
-		for _, l := range m.liveRegsLocked() {
-			free = free && !r.Overlaps(l.r)
-		}
-		if free {
+		if m.overlapLocked(r, nil) == nil {
 			check = append(check, r)
 		}
 	}
@@ -220,10 +226,7 @@ func (m *Monitor) endClose(c closeCtx, released bool, err error, busyRule, close
 				Detail: fmt.Sprintf("handle %d was closed while this call, whose access is %v, names it (want ErrBusy)", c.h, call.knownAcc)})
 		}
 	}
-	overlapped := false
-	for _, l := range m.liveRegsLocked() {
-		overlapped = overlapped || (l != c.rec && l.r.Overlaps(c.rec.r))
-	}
+	overlapped := m.overlapLocked(c.rec.r, c.rec) != nil
 	m.mu.Unlock()
 	stillBound := m.bound != nil && !overlapped && m.bound.Bound(c.rec.r.Mem)
 	m.mu.Lock()
