@@ -62,7 +62,10 @@ func AfterRun(rt Runtime, d time.Duration, label string, r Runner) Timer {
 	return rt.After(d, label, r.Run)
 }
 
-// WakeRun is rt.Wake for a [Runner], as [AfterRun] is for After.
+// WakeRun is rt.Wake for a [Runner], as [AfterRun] is for After. A runtime
+// that embeds a Scheduler and overrides Wake or After must override WakeRun
+// or AfterRun too, or these would reach the Scheduler's past it
+// (fuzz/machine's runtime does).
 func WakeRun(rt Runtime, label string, r Runner) func() {
 	if rr, ok := rt.(interface {
 		WakeRun(string, Runner) func()

@@ -105,6 +105,13 @@ func (r *runtime) Wake(label string, fn func()) func() {
 	return r.Scheduler.Wake(label, fn)
 }
 
+// WakeRun is Wake for sim.WakeRun (the backend's change callbacks come this
+// way): without it the embedded Scheduler's would answer, unseen.
+func (r *runtime) WakeRun(label string, run sim.Runner) func() {
+	r.wakes[label] = true
+	return r.Scheduler.WakeRun(label, run)
+}
+
 // endpoint is what fuzz/engine builds, plus the memdriver behind it (the
 // fault action sets its rates).
 type endpoint struct {
