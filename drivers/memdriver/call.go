@@ -147,9 +147,9 @@ func (d *Driver) after(c *call, label string, fn func()) {
 }
 
 // begin starts the call: error-before fails it whole; otherwise every row
-// not cancelled gets its own start event.
+// not cancelled gets its own start event. Called with d.mu held; it
+// releases it.
 func (d *Driver) begin(c *call) {
-	d.mu.Lock()
 	if d.shut {
 		d.mu.Unlock()
 		return
@@ -163,7 +163,9 @@ func (d *Driver) begin(c *call) {
 	default:
 		for i := range c.rows {
 			if !c.results[i].Final() {
-				c.rs[i].step = func() { d.rowStep(c, i) }
+				if c.rs[i].step == nil {
+					c.rs[i].step = func() { d.rowStep(c, i) }
+				}
 				d.after(c, d.lblRow, c.rs[i].step)
 			}
 		}
@@ -178,12 +180,15 @@ func (d *Driver) begin(c *call) {
 // rowStep is every event of row i: its start, each chunk, then maybe a late
 // write, in that order and never two scheduled at once, so the row's phase
 // says which one this is. One closure per row serves them all (rowState.step).
+// Row 0's closure carries the call's begin event first (Submit).
 func (d *Driver) rowStep(c *call, i int) {
 	d.mu.Lock()
-	switch c.rs[i].phase {
-	case rowIdle:
+	switch {
+	case !c.begun:
+		d.begin(c)
+	case c.rs[i].phase == rowIdle:
 		d.startRow(c, i)
-	case rowRunning:
+	case c.rs[i].phase == rowRunning:
 		d.moveChunk(c, i)
 	default:
 		d.lateWrite(c, i)
