@@ -145,6 +145,10 @@ func Wrap(d drivers.Driver, opts Options) *Monitor {
 		d: d, opts: opts, caps: d.Capabilities(),
 		regs: map[drivers.Handle]*regRec{},
 		seen: map[vkey]bool{},
+		// Room for the first calls: a run's dozens would otherwise grow
+		// these from 1 through 2, 4 and 8.
+		order: make([]*callRec, 0, 16),
+		open:  make([]*callRec, 0, 16),
 	}
 	if m.opts.FullSizeMinCalls <= 0 {
 		m.opts.FullSizeMinCalls = 3
