@@ -358,6 +358,9 @@ func (m *Monitor) Drain() drivers.DrainStatus {
 
 // parseLabels splits shutdown labels into the calls and region labels named.
 func parseLabels(labels []string) (calls map[drivers.CallID]bool, regions map[string]bool) {
+	if len(labels) == 0 {
+		return nil, nil // the usual clean shutdown: nothing to look up
+	}
 	calls, regions = map[drivers.CallID]bool{}, map[string]bool{}
 	for _, l := range labels {
 		if rest, ok := strings.CutPrefix(l, "call:"); ok {
