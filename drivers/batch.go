@@ -1,5 +1,7 @@
 package drivers
 
+import "slices"
+
 // Handle names one live registration of one driver. Handles are never reused
 // by a driver instance, so a stale handle can never close a newer
 // registration of the same memory (D-REG-3).
@@ -83,20 +85,15 @@ func (b RowBatch) Validate(caps Capabilities, live LiveRegion) error {
 	if len(b.Rows) == 0 || len(b.Rows) > caps.MaxRowsPerOp {
 		return invalid("%d rows, want 1..%d (MaxRowsPerOp)", len(b.Rows), caps.MaxRowsPerOp)
 	}
-	type slotRef struct {
-		h    Handle
-		slot int
-	}
-	keys := make(map[string]int, len(b.Rows))
-	slots := make(map[slotRef]int, len(b.Rows))
+	// A batch is at most MaxRowsPerOp rows, a handful: comparing each row
+	// with the earlier ones is cheaper than two maps.
 	for i, r := range b.Rows {
 		if r.Key == "" {
 			return invalid("row %d has an empty key", i)
 		}
-		if j, dup := keys[r.Key]; dup {
+		if j := slices.IndexFunc(b.Rows[:i], func(o Row) bool { return o.Key == r.Key }); j >= 0 {
 			return invalid("D-BATCH-KEYS: rows %d and %d both name key %q", j, i, r.Key)
 		}
-		keys[r.Key] = i
 		reg, ok := live(r.Handle)
 		if !ok {
 			return invalid("row %d: handle %d is not a live registration", i, r.Handle)
@@ -104,11 +101,9 @@ func (b RowBatch) Validate(caps Capabilities, live LiveRegion) error {
 		if r.Slot < 0 || r.Slot >= reg.Slots {
 			return invalid("row %d: slot %d outside region %q (%d slots)", i, r.Slot, reg.Label, reg.Slots)
 		}
-		ref := slotRef{r.Handle, r.Slot}
-		if j, dup := slots[ref]; dup {
+		if j := slices.IndexFunc(b.Rows[:i], func(o Row) bool { return o.Handle == r.Handle && o.Slot == r.Slot }); j >= 0 {
 			return invalid("rows %d and %d both use slot %d of region %q", j, i, r.Slot, reg.Label)
 		}
-		slots[ref] = i
 	}
 	return nil
 }

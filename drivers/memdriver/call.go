@@ -11,7 +11,7 @@ import (
 type call struct {
 	id       drivers.CallID
 	rows     []drivers.Row
-	regions  []drivers.Region // per row, as registered at submit
+	regions  []*drivers.Region // per row, its binding's (never changed once registered)
 	handles  []drivers.Handle // distinct handles the call names
 	onChange func()
 	wake     func()
@@ -38,7 +38,7 @@ type call struct {
 	// instead of six (most calls carry a few rows).
 	inl struct {
 		rows    [inlineRows]drivers.Row
-		regions [inlineRows]drivers.Region
+		regions [inlineRows]*drivers.Region
 		results [inlineRows]drivers.Status
 		rs      [inlineRows]rowState
 		handles [2]drivers.Handle
@@ -86,12 +86,12 @@ func (d *Driver) newCall(b drivers.RowBatch, onChange func()) *call {
 		c.regions, c.results, c.rs = c.inl.regions[:n:n], c.inl.results[:n:n], c.inl.rs[:n:n]
 	} else {
 		c.rows = append([]drivers.Row(nil), b.Rows...)
-		c.regions, c.results, c.rs = make([]drivers.Region, n), make([]drivers.Status, n), make([]rowState, n)
+		c.regions, c.results, c.rs = make([]*drivers.Region, n), make([]drivers.Status, n), make([]rowState, n)
 	}
 	c.handles = c.inl.handles[:0:len(c.inl.handles)]
 	for i, r := range c.rows {
 		bd := d.bindings[r.Handle]
-		c.regions[i] = bd.region
+		c.regions[i] = &bd.region
 		if !containsHandle(c.handles, r.Handle) {
 			c.handles = append(c.handles, r.Handle)
 			bd.users++ // D-REG-6: busy until access ENDED
@@ -147,9 +147,9 @@ func (d *Driver) after(c *call, label string, fn func()) {
 }
 
 // begin starts the call: error-before fails it whole; otherwise every row
-// not cancelled gets its own start event.
+// not cancelled gets its own start event. Called with d.mu held; it
+// releases it.
 func (d *Driver) begin(c *call) {
-	d.mu.Lock()
 	if d.shut {
 		d.mu.Unlock()
 		return
@@ -163,7 +163,9 @@ func (d *Driver) begin(c *call) {
 	default:
 		for i := range c.rows {
 			if !c.results[i].Final() {
-				c.rs[i].step = func() { d.rowStep(c, i) }
+				if c.rs[i].step == nil {
+					c.rs[i].step = func() { d.rowStep(c, i) }
+				}
 				d.after(c, d.lblRow, c.rs[i].step)
 			}
 		}
@@ -178,12 +180,15 @@ func (d *Driver) begin(c *call) {
 // rowStep is every event of row i: its start, each chunk, then maybe a late
 // write, in that order and never two scheduled at once, so the row's phase
 // says which one this is. One closure per row serves them all (rowState.step).
+// Row 0's closure carries the call's begin event first (Submit).
 func (d *Driver) rowStep(c *call, i int) {
 	d.mu.Lock()
-	switch c.rs[i].phase {
-	case rowIdle:
+	switch {
+	case !c.begun:
+		d.begin(c)
+	case c.rs[i].phase == rowIdle:
 		d.startRow(c, i)
-	case rowRunning:
+	case c.rs[i].phase == rowRunning:
 		d.moveChunk(c, i)
 	default:
 		d.lateWrite(c, i)

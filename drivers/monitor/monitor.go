@@ -145,6 +145,10 @@ func Wrap(d drivers.Driver, opts Options) *Monitor {
 		d: d, opts: opts, caps: d.Capabilities(),
 		regs: map[drivers.Handle]*regRec{},
 		seen: map[vkey]bool{},
+		// Room for the first calls: a run's dozens would otherwise grow
+		// these from 1 through 2, 4 and 8.
+		order: make([]*callRec, 0, 16),
+		open:  make([]*callRec, 0, 16),
 	}
 	if m.opts.FullSizeMinCalls <= 0 {
 		m.opts.FullSizeMinCalls = 3
@@ -354,6 +358,9 @@ func (m *Monitor) Drain() drivers.DrainStatus {
 
 // parseLabels splits shutdown labels into the calls and region labels named.
 func parseLabels(labels []string) (calls map[drivers.CallID]bool, regions map[string]bool) {
+	if len(labels) == 0 {
+		return nil, nil // the usual clean shutdown: nothing to look up
+	}
 	calls, regions = map[drivers.CallID]bool{}, map[string]bool{}
 	for _, l := range labels {
 		if rest, ok := strings.CutPrefix(l, "call:"); ok {

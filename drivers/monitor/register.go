@@ -55,23 +55,44 @@ func (m *Monitor) overlapLocked(r drivers.Region, except *regRec) *regRec {
 	return first
 }
 
-// mustRefuseLocked says why a registration of regions must be refused, or 0.
-func (m *Monitor) mustRefuseLocked(regions []drivers.Region) (rule rules.ID, why string, geom bool) {
+// refusal is why a registration must be refused (rule 0: it need not be).
+// Its text is formatted only for the violation, when the driver accepted
+// the registration anyway.
+type refusal struct {
+	rule rules.ID
+	geom error          // D-GEOM: the geometry error
+	r    drivers.Region // D-REG-1: r overlaps over's live region
+	over *regRec
+	why  string // the other reasons
+}
+
+func (f refusal) String() string {
+	switch {
+	case f.geom != nil:
+		return "its geometry is bad (" + f.geom.Error() + ")"
+	case f.over != nil:
+		return fmt.Sprintf("region %q overlaps live region %q (handle %d)", f.r.Label, f.over.r.Label, f.over.h)
+	}
+	return f.why
+}
+
+// mustRefuseLocked says why a registration of regions must be refused.
+func (m *Monitor) mustRefuseLocked(regions []drivers.Region) refusal {
 	if err := drivers.CheckGeometry(regions...); err != nil {
-		return rules.DReg1, "its geometry is bad (" + err.Error() + ")", true
+		return refusal{rule: rules.DReg1, geom: err}
 	}
 	for _, r := range regions {
 		if l := m.overlapLocked(r, nil); l != nil {
-			return rules.DReg1, fmt.Sprintf("region %q overlaps live region %q (handle %d)", r.Label, l.r.Label, l.h), false
+			return refusal{rule: rules.DReg1, r: r, over: l}
 		}
 	}
 	switch {
 	case m.shutdown:
-		return rules.DReg5, "Shutdown had returned", false
+		return refusal{rule: rules.DReg5, why: "Shutdown had returned"}
 	case m.quarantined:
-		return rules.DQuar, "an earlier together-registration was in doubt (quarantine)", false
+		return refusal{rule: rules.DQuar, why: "an earlier together-registration was in doubt (quarantine)"}
 	}
-	return 0, "", false
+	return refusal{}
 }
 
 // addRegLocked records a successful registration.
@@ -128,16 +149,16 @@ func (m *Monitor) refused(regions []drivers.Region, err error, geom bool, rule r
 // Register implements drivers.Driver (D-REG-1, D-REG-2, D-REG-5, D-QUAR).
 func (m *Monitor) Register(r drivers.Region) (drivers.Handle, error) {
 	m.mu.Lock()
-	rule, why, geom := m.mustRefuseLocked([]drivers.Region{r})
+	must := m.mustRefuseLocked([]drivers.Region{r})
 	m.mu.Unlock()
 	h, err := m.d.Register(r)
 	if err != nil {
-		m.refused([]drivers.Region{r}, err, geom, rules.DReg2)
+		m.refused([]drivers.Region{r}, err, must.geom != nil, rules.DReg2)
 		return h, err
 	}
 	m.mu.Lock()
-	if why != "" {
-		m.violateLocked(rules.Violation{Rule: rule, Row: -1, Region: r.Label, Detail: "Register succeeded although " + why})
+	if must.rule != 0 {
+		m.violateLocked(rules.Violation{Rule: must.rule, Row: -1, Region: r.Label, Detail: "Register succeeded although " + must.String()})
 	}
 	m.addRegLocked(h, r)
 	m.mu.Unlock()

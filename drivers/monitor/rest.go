@@ -16,6 +16,9 @@ import (
 // regionReasons maps each region label named by a shutdown label to its
 // reason (the text after the last colon).
 func regionReasons(labels []string) map[string]string {
+	if len(labels) == 0 {
+		return nil
+	}
 	out := map[string]string{}
 	for _, l := range labels {
 		rest, ok := strings.CutPrefix(l, "region:")

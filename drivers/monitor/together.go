@@ -25,12 +25,11 @@ var (
 func (t *Together) RegisterTogether(regions []drivers.Region) ([]drivers.Handle, error) {
 	m := t.Monitor
 	m.mu.Lock()
-	rule, why, geom := m.mustRefuseLocked(regions)
+	must := m.mustRefuseLocked(regions)
 	m.mu.Unlock()
 	hs, err := m.together.RegisterTogether(regions)
 	if err != nil {
-		var ind *drivers.InDoubtError
-		if errors.As(err, &ind) {
+		if _, ok := errors.AsType[*drivers.InDoubtError](err); ok {
 			m.mu.Lock()
 			m.quarantined = true
 			m.mu.Unlock()
@@ -40,7 +39,7 @@ func (t *Together) RegisterTogether(regions []drivers.Region) ([]drivers.Handle,
 				Detail: fmt.Sprintf("a failed together-registration (%v) returned %d handles; failure must leave nothing registered", err, len(hs))})
 		}
 		if len(regions) > 0 {
-			m.refused(regions, err, geom, rules.DTog1)
+			m.refused(regions, err, must.geom != nil, rules.DTog1)
 		}
 		return hs, err
 	}
@@ -49,8 +48,8 @@ func (t *Together) RegisterTogether(regions []drivers.Region) ([]drivers.Handle,
 	if len(regions) > 0 {
 		label = regions[0].Label
 	}
-	if why != "" {
-		m.violateLocked(rules.Violation{Rule: rule, Row: -1, Region: label, Detail: "RegisterTogether succeeded although " + why})
+	if must.rule != 0 {
+		m.violateLocked(rules.Violation{Rule: must.rule, Row: -1, Region: label, Detail: "RegisterTogether succeeded although " + must.String()})
 	}
 	if len(hs) != len(regions) {
 		m.violateLocked(rules.Violation{Rule: rules.DTog1, Row: -1, Region: label,

@@ -34,6 +34,7 @@ package arena
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -138,8 +139,7 @@ type Arena struct {
 
 	mu         sync.Mutex
 	buf        []byte
-	state      []SlotState
-	owner      []uint64
+	slots      []slotInfo
 	registered bool
 	log        []Touch
 	violations []Violation
@@ -160,6 +160,21 @@ const (
 	MaxViolations = 1 << 10
 )
 
+// slotInfo is one slot's ownership. The state is written under mu but read
+// by State without it: the lender scans every slot's state at each loan.
+type slotInfo struct {
+	owner uint64        // guarded by mu
+	state atomic.Uint32 // a SlotState
+}
+
+// State is the slot's ownership.
+func (s *slotInfo) State() SlotState { return SlotState(s.state.Load()) }
+
+func (s *slotInfo) set(st SlotState, owner uint64) {
+	s.state.Store(uint32(st))
+	s.owner = owner
+}
+
 type violationKey struct {
 	rule  rules.ID
 	by    drivers.Toucher
@@ -173,8 +188,7 @@ type violationKey struct {
 func New(label string, slots, slotBytes int, opts Options) *Arena {
 	a := &Arena{
 		label: label, slotBytes: slotBytes, opts: opts,
-		state: make([]SlotState, slots),
-		owner: make([]uint64, slots),
+		slots: make([]slotInfo, slots),
 	}
 	if opts.Shared != nil && slots*slotBytes > 0 {
 		a.placeShared(opts.Shared, slots*slotBytes)
@@ -187,7 +201,7 @@ func New(label string, slots, slotBytes int, opts Options) *Arena {
 
 // Region returns the drivers.Region over this arena.
 func (a *Arena) Region() drivers.Region {
-	return drivers.Region{Label: a.label, SlotBytes: a.slotBytes, Slots: len(a.state), Mem: a}
+	return drivers.Region{Label: a.label, SlotBytes: a.slotBytes, Slots: len(a.slots), Mem: a}
 }
 
 // Label is the region label.
@@ -228,8 +242,8 @@ func (a *Arena) touch(op Op, by drivers.Toucher, off int, p []byte) error {
 	if len(p) == 0 {
 		last = first
 	}
-	if first == last && first < len(a.state) {
-		t.Slot, t.State, t.Owner = first, a.state[first], a.owner[first]
+	if first == last && first < len(a.slots) {
+		t.Slot, t.State, t.Owner = first, a.slots[first].State(), a.slots[first].owner
 	}
 	switch {
 	case t.Slot < 0:
@@ -306,10 +320,10 @@ func (a *Arena) Registered() bool {
 func (a *Arena) Lend(slot int, attempt uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.state[slot] != AtLender {
-		panic(fmt.Sprintf("arena %s: lend of slot %d in state %s", a.label, slot, a.state[slot]))
+	if st := a.slots[slot].State(); st != AtLender {
+		panic(fmt.Sprintf("arena %s: lend of slot %d in state %s", a.label, slot, st))
 	}
-	a.state[slot], a.owner[slot] = Lent, attempt
+	a.slots[slot].set(Lent, attempt)
 }
 
 // Release takes slot back and poisons it (S-RELEASE).
@@ -319,7 +333,7 @@ func (a *Arena) Release(slot int) {
 	if a.sh != nil {
 		a.checkLocked(slot)
 	}
-	a.state[slot], a.owner[slot] = AtLender, 0
+	a.slots[slot].set(AtLender, 0)
 	b := a.buf[slot*a.slotBytes : (slot+1)*a.slotBytes]
 	for i := range b {
 		b[i] = Poison
@@ -333,7 +347,7 @@ func (a *Arena) Release(slot int) {
 func (a *Arena) Retain(slot int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.state[slot] = Retained
+	a.slots[slot].state.Store(uint32(Retained))
 }
 
 // Owner is the attempt (the lender's loan) slot is lent to; 0 when it is
@@ -341,15 +355,11 @@ func (a *Arena) Retain(slot int) {
 func (a *Arena) Owner(slot int) uint64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.owner[slot]
+	return a.slots[slot].owner
 }
 
 // State is slot's ownership.
-func (a *Arena) State(slot int) SlotState {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.state[slot]
-}
+func (a *Arena) State(slot int) SlotState { return a.slots[slot].State() }
 
 // Fill sets slot's bytes as the owner (no touch is recorded): the workload
 // writes the content it will publish.

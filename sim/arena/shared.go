@@ -212,7 +212,7 @@ func (a *Arena) ownedLocked(first, last int) {
 
 func (a *Arena) foreignTouch(slot int) Touch {
 	t := Touch{Op: Write, Off: slot * a.slotBytes, N: a.slotBytes, Region: a.label, Registered: a.registered,
-		Slot: slot, State: a.state[slot], Owner: a.owner[slot], Audited: true}
+		Slot: slot, State: a.slots[slot].State(), Owner: a.slots[slot].owner, Audited: true}
 	if a.opts.Clock != nil {
 		t.At = a.opts.Clock.Now()
 	}
@@ -321,8 +321,8 @@ func (a *Arena) WitnessWrite(by drivers.Toucher, off, n int) error {
 		t.At = a.opts.Clock.Now()
 	}
 	first, last := off/a.slotBytes, (off+max(n, 1)-1)/a.slotBytes
-	if first == last && first < len(a.state) {
-		t.Slot, t.State, t.Owner = first, a.state[first], a.owner[first]
+	if first == last && first < len(a.slots) {
+		t.Slot, t.State, t.Owner = first, a.slots[first].State(), a.slots[first].owner
 	}
 	a.judgeLocked(t)
 	a.ownedLocked(first, last)
@@ -340,7 +340,7 @@ func (a *Arena) placeShared(s *Shared, n int) {
 		return
 	}
 	a.buf = buf
-	a.sh = &sharedState{path: path, off: off, seed: maphash.MakeSeed(), sums: make([]uint64, len(a.state))}
+	a.sh = &sharedState{path: path, off: off, seed: maphash.MakeSeed(), sums: make([]uint64, len(a.slots))}
 	for i := range a.sh.sums {
 		a.sh.sums[i] = a.sum(i)
 	}
