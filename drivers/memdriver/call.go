@@ -11,8 +11,8 @@ import (
 type call struct {
 	id       drivers.CallID
 	rows     []drivers.Row
-	regions  []drivers.Region // per row, as registered at submit
-	handles  []drivers.Handle // distinct handles the call names
+	regions  []*drivers.Region // per row, its binding's (never changed once registered)
+	handles  []drivers.Handle  // distinct handles the call names
 	onChange func()
 	wake     func()
 	plan     plan
@@ -38,7 +38,7 @@ type call struct {
 	// instead of six (most calls carry a few rows).
 	inl struct {
 		rows    [inlineRows]drivers.Row
-		regions [inlineRows]drivers.Region
+		regions [inlineRows]*drivers.Region
 		results [inlineRows]drivers.Status
 		rs      [inlineRows]rowState
 		handles [2]drivers.Handle
@@ -86,12 +86,12 @@ func (d *Driver) newCall(b drivers.RowBatch, onChange func()) *call {
 		c.regions, c.results, c.rs = c.inl.regions[:n:n], c.inl.results[:n:n], c.inl.rs[:n:n]
 	} else {
 		c.rows = append([]drivers.Row(nil), b.Rows...)
-		c.regions, c.results, c.rs = make([]drivers.Region, n), make([]drivers.Status, n), make([]rowState, n)
+		c.regions, c.results, c.rs = make([]*drivers.Region, n), make([]drivers.Status, n), make([]rowState, n)
 	}
 	c.handles = c.inl.handles[:0:len(c.inl.handles)]
 	for i, r := range c.rows {
 		bd := d.bindings[r.Handle]
-		c.regions[i] = bd.region
+		c.regions[i] = &bd.region
 		if !containsHandle(c.handles, r.Handle) {
 			c.handles = append(c.handles, r.Handle)
 			bd.users++ // D-REG-6: busy until access ENDED

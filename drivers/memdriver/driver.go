@@ -96,7 +96,7 @@ const (
 
 type binding struct {
 	h      drivers.Handle
-	region drivers.Region
+	region drivers.Region // never changed: calls point at it (call.regions)
 	state  bindState
 	users  int  // calls naming it whose access is not ENDED (D-REG-6, D-TOG-4)
 	stuck  bool // unregister-stuck: every close fails
