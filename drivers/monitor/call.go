@@ -16,33 +16,35 @@ import (
 // drivers.Call the caller gets back: every read through it is observed.
 type callRec struct {
 	m       *Monitor
-	index   int  // how many calls were accepted before this one
-	settled bool // a callback saw every row final and access ENDED
+	index   int // how many calls were accepted before this one
 	id      drivers.CallID
 	batch   drivers.RowBatch
 	handles []drivers.Handle // distinct handles the batch names
 	hbuf    [2]drivers.Handle
 	sbuf    [16]drivers.Status // known and cbRes of batches up to 8 rows
 	inner   drivers.Call       // nil until Submit returned
-	refused bool               // Submit returned an error
-	invalid bool               // the batch failed RowBatch.Validate
 
-	known    []drivers.Status // first final status seen per row (D-CB-3)
-	knownAcc drivers.Access
+	// The flags sit together so that a callRec fits in 256 bytes.
+	settled  bool           // a callback saw every row final and access ENDED
+	refused  bool           // Submit returned an error
+	invalid  bool           // the batch failed RowBatch.Validate
+	badLen   bool           // Results() had the wrong length once
+	unknown  bool           // some callback could not be snapshotted (D-CB-4 probe)
+	knownAcc drivers.Access // the access of known, below
+	cbAcc    drivers.Access // the access of cbRes, below
+
+	known []drivers.Status // first final status seen per row (D-CB-3)
 	// facts counts the new facts recorded in known/knownAcc. A read taken
 	// when facts was v may contradict them (a regression, D-CB-3) only if
 	// facts is still v when it is recorded: otherwise a fact was learned
 	// while the read was under way and the read may simply be older.
-	facts  atomic.Uint64
-	badLen bool // Results() had the wrong length once
+	facts atomic.Uint64
 
 	// The signalled state: the join of every callback snapshot (D-CB-1/2).
 	cbRes     []drivers.Status
-	cbAcc     drivers.Access
 	callbacks int
 	empty     int    // callbacks whose snapshot added nothing
 	idle      uint64 // of those, how many in a row since the last that added something
-	unknown   bool   // some callback could not be snapshotted (D-CB-4 probe)
 	early     int    // callbacks before Submit returned
 
 	// Wrapped callbacks begun and ended (D-DRAIN-2); runIdx is the call's
