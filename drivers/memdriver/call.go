@@ -12,7 +12,7 @@ type call struct {
 	id       drivers.CallID
 	rows     []drivers.Row
 	regions  []*drivers.Region // per row, its binding's (never changed once registered)
-	handles  []drivers.Handle // distinct handles the call names
+	handles  []drivers.Handle  // distinct handles the call names
 	onChange func()
 	wake     func()
 	plan     plan
