@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/sim"
 )
 
 // call is one submitted driver call. Fields after the first block are
@@ -98,7 +99,8 @@ func (d *Driver) newCall(b drivers.RowBatch, onChange func()) *call {
 		}
 	}
 	c.plan = d.drawPlan(len(c.rows))
-	c.wake = d.rt.Wake(d.lblWake, func() { d.runNotify(c) })
+	c.handle = callHandle{d, c}
+	c.wake = sim.WakeRun(d.rt, d.lblWake, c) // c.Run: no closure per call
 	d.calls[c.id] = c
 	return c
 }
@@ -614,3 +616,6 @@ func (h *callHandle) Cancel() drivers.CancelResult {
 	d.unlockAndWake()
 	return drivers.CancelRequested
 }
+
+// Run is the call's notification (sim.Runner, through its wake).
+func (c *call) Run() { c.handle.d.runNotify(c) }

@@ -372,7 +372,6 @@ func (d *Driver) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, erro
 		c.rs[0].step = ev
 	}
 	d.rt.After(d.delay(c), d.lblBegin, ev)
-	c.handle = callHandle{d, c}
 	return &c.handle, nil // part of the call: no allocation of its own
 }
 
