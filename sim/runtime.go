@@ -50,21 +50,10 @@ func (t Timer) Stop() bool {
 	return t.owner.StopTimer(t.id)
 }
 
-// AfterRun is rt.After for a [Runner]: r.Run runs once, d from now. A
-// runtime that schedules Runners itself (the [Scheduler]) does it without a
-// closure; any other gets r.Run as the func.
-func AfterRun(rt Runtime, d time.Duration, label string, r Runner) Timer {
-	if rr, ok := rt.(interface {
-		AfterRun(time.Duration, string, Runner) Timer
-	}); ok {
-		return rr.AfterRun(d, label, r)
-	}
-	return rt.After(d, label, r.Run)
-}
-
-// WakeRun is rt.Wake for a [Runner], as [AfterRun] is for After. A runtime
-// that embeds a Scheduler and overrides Wake or After must override WakeRun
-// or AfterRun too, or these would reach the Scheduler's past it
+// WakeRun is rt.Wake for a [Runner]: a runtime that schedules Runners
+// itself (the [Scheduler]) does it without a closure; any other gets r.Run
+// as the func. A runtime that embeds a Scheduler and overrides Wake must
+// override WakeRun too, or this would reach the Scheduler's past it
 // (fuzz/machine's runtime does).
 func WakeRun(rt Runtime, label string, r Runner) func() {
 	if rr, ok := rt.(interface {
