@@ -1,0 +1,49 @@
+// Package slab hands out many small values of one type from a few chunks,
+// so a run that makes thousands of records (calls, attempts, rows) pays
+// one allocation per chunk instead of one per record. A chunk lives as long
+// as any value carved from it: use a slab for records that live about as
+// long as the run that makes them.
+//
+// A slab is not safe for concurrent use; the caller's lock guards it.
+package slab
+
+// maxChunk bounds a chunk's length, so a short run does not zero (and keep)
+// a chunk it never fills.
+const maxChunk = 64
+
+// Of carves T's out of chunks that double in length up to maxChunk. The
+// zero value is ready for use.
+type Of[T any] struct {
+	free []T
+	size int // length of the last chunk
+	_    struct{}
+}
+
+// New returns a pointer to a zeroed T.
+func (s *Of[T]) New() *T {
+	if len(s.free) == 0 {
+		s.grow(1)
+	}
+	p := &s.free[0]
+	s.free = s.free[1:]
+	return p
+}
+
+// Make returns n zeroed T's as a full slice: its capacity ends at n, so an
+// append to it copies instead of writing over the next caller's values.
+func (s *Of[T]) Make(n int) []T {
+	if n > maxChunk/2 {
+		return make([]T, n)
+	}
+	if len(s.free) < n {
+		s.grow(n)
+	}
+	v := s.free[:n:n]
+	s.free = s.free[n:]
+	return v
+}
+
+func (s *Of[T]) grow(n int) {
+	s.size = min(max(2*s.size, 2, n), maxChunk)
+	s.free = make([]T, max(s.size, n))
+}

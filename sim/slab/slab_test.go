@@ -1,0 +1,53 @@
+package slab
+
+import "testing"
+
+func TestNewHandsOutDistinctZeroedValues(t *testing.T) {
+	var s Of[int]
+	seen := map[*int]bool{}
+	for i := range 200 {
+		p := s.New()
+		if *p != 0 {
+			t.Fatalf("value %d not zeroed: %d (repro: go test ./sim/slab -run TestNew)", i, *p)
+		}
+		if seen[p] {
+			t.Fatalf("value %d handed out twice (repro: go test ./sim/slab -run TestNew)", i)
+		}
+		seen[p] = true
+		*p = i + 1
+	}
+}
+
+func TestMakeIsFullAndDisjoint(t *testing.T) {
+	for _, n := range []int{0, 1, 3, maxChunk / 2, maxChunk/2 + 1, 3 * maxChunk} {
+		t.Run("", func(t *testing.T) {
+			var s Of[int]
+			a := s.Make(n)
+			b := s.Make(n)
+			if len(a) != n || cap(a) != n {
+				t.Fatalf("Make(%d): len %d cap %d, want both %d (repro: go test ./sim/slab -run TestMake)", n, len(a), cap(a), n)
+			}
+			for i := range a {
+				a[i] = 1
+			}
+			a = append(a, 7) // must copy, not write into b
+			for i, v := range b {
+				if v != 0 {
+					t.Fatalf("Make(%d): second slice's value %d is %d after writes to the first (repro: go test ./sim/slab -run TestMake)", n, i, v)
+				}
+			}
+		})
+	}
+}
+
+func TestChunksAmortise(t *testing.T) {
+	var s Of[[4]int]
+	allocs := testing.AllocsPerRun(10, func() {
+		for range 640 {
+			s.New()
+		}
+	})
+	if allocs > 640/maxChunk+8 {
+		t.Fatalf("640 values cost %v allocations, want at most %d (repro: go test ./sim/slab -run TestChunks)", allocs, 640/maxChunk+8)
+	}
+}
