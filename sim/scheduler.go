@@ -85,6 +85,9 @@ type Scheduler struct {
 	// spareInbox is the drained inbox's storage, reused by the next drain
 	// (only drainInbox, on the stepping goroutine, touches it).
 	spareInbox []posted
+	// spareWakers is the rest of the chunk WakeRun carves wakers from
+	// (under mu).
+	spareWakers []waker
 
 	pending []pendingSource
 
@@ -113,6 +116,7 @@ type posted struct {
 }
 
 type waker struct {
+	s      *Scheduler
 	label  string
 	r      Runner
 	queued bool  // an event for it is in the queue and has not run
@@ -234,12 +238,22 @@ func (s *Scheduler) Wake(label string, fn func()) func() {
 // WakeRun is Wake for a Runner: each delivery runs r.Run; the trigger and
 // its events are the same as Wake's, without a closure for the work.
 func (s *Scheduler) WakeRun(label string, r Runner) func() {
-	w := &waker{label: label, r: r, src: -1}
-	return func() {
-		s.mu.Lock()
-		s.postLocked(posted{label: label, wake: w})
-		s.mu.Unlock()
+	s.mu.Lock() // a driver may make its wakes on its own goroutines
+	if len(s.spareWakers) == 0 {
+		s.spareWakers = make([]waker, 32) // wakers in chunks: one allocation per 32
 	}
+	w := &s.spareWakers[0]
+	s.spareWakers = s.spareWakers[1:]
+	s.mu.Unlock()
+	*w = waker{s: s, label: label, r: r, src: -1}
+	return w.trigger
+}
+
+// trigger posts the waker's delivery: the func WakeRun returns.
+func (w *waker) trigger() {
+	w.s.mu.Lock()
+	w.s.postLocked(posted{label: w.label, wake: w})
+	w.s.mu.Unlock()
 }
 
 // AddPending registers a source of pending work for hang reports: when the
