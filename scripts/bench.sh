@@ -113,16 +113,19 @@ awk -v f="$fz" 'BEGIN{printf "fuzz: one 100-op decode+run = %.2f ms → %.0f exe
 #                        pipeline, then the bare loop at 20x the events;
 #                        median of the per-seed event-rate ratios
 #   seeds/min            storesim run --seeds 0:20000 --workers 2 (its summary)
-#   fuzz execs/s         go test -fuzz FuzzOpLog -parallel 2 for 20 s: the
-#                        runnable inputs the two workers played
+#   fuzz execs/s         go test -fuzz FuzzOpLog -parallel 2 for 20 s, in
+#                        executions of 100-op inputs (the issue's unit): the
+#                        ops of the runnable inputs the two workers played
 #                        (STORESIM_FUZZ_STATS: each worker process counts its
-#                        own, minimisation included, skipped inputs not) ÷ the
-#                        fuzzer's last elapsed second. Go's own "execs" line
-#                        lags: a worker reports only when a fuzz request
-#                        returns, so 20 s can show a fraction of the work
-#                        (golang/go#51484); it is printed next to it.
-#                        "fuzz ops/exec" is the mean length of those inputs
-#                        (the fuzzer mutates the 100-op corpus entries)
+#                        own, minimisation included, skipped inputs not) ÷ 100
+#                        ÷ the fuzzer's last elapsed second. The fuzzer
+#                        mutates the 100-op corpus entries into shorter ones,
+#                        so the inputs it played per second ("fuzz inputs/s",
+#                        at "fuzz ops/exec" ops each) is a larger number that
+#                        says less. Go's own "execs" line lags: a worker
+#                        reports only when a fuzz request returns, so 20 s
+#                        can show a fraction of the work (golang/go#51484);
+#                        it is printed too.
 #   porcupine ms/10k     BenchmarkCheck/ops=10000 (8 clients per key)
 #   certify memory s     storesim certify --driver memory, median of 3 wall times
 #   allocs/seed          BenchmarkPipelineVsBare (runtime.MemStats.Mallocs)
@@ -132,7 +135,8 @@ spm=$("$bin/storesim" run --seeds 0:20000 --workers 2 2>&1 >/dev/null | sed -n '
 mkdir -p "$bin/fuzzstats"
 STORESIM_FUZZ_STATS="$bin/fuzzstats" go test -run '^$' -fuzz '^FuzzOpLog$' -fuzztime 20s -parallel 2 ./fuzz >"$bin/fuzz.txt" 2>&1 || true
 fzt=$(sed -n 's/^fuzz: elapsed: \([0-9]*\)s, execs: \([0-9]*\) .*/\1 \2/p' "$bin/fuzz.txt" | tail -1)
-fz=$(cat "$bin"/fuzzstats/* 2>/dev/null | awk -v t="${fzt%% *}" '{r+=$1} END{if (r && t>0) printf "%.0f", r/t; else print "?"}')
+fzin=$(cat "$bin"/fuzzstats/* 2>/dev/null | awk -v t="${fzt%% *}" '{r+=$1} END{if (r && t>0) printf "%.0f", r/t; else print "?"}')
+fz=$(cat "$bin"/fuzzstats/* 2>/dev/null | awk -v t="${fzt%% *}" '{o+=$2} END{if (o && t>0) printf "%.0f", o/100/t; else print "?"}')
 fzgo=$(echo "$fzt" | awk '$1>0{printf "%.0f", $2/$1} $1<=0{print "?"}')
 cs=$(for i in 1 2 3; do s0=$(date +%s.%N); "$bin/storesim" certify --driver memory >/dev/null 2>&1 || true; echo "$s0 $(date +%s.%N)"; done |
   awk '{print $2-$1}' | sort -g | sed -n 2p)
@@ -146,6 +150,7 @@ echo "## ratios"
 echo "pipeline/bare-loop: $pb"
 echo "seeds/min: $spm"
 echo "fuzz execs/s (2 workers): $fz"
+echo "fuzz inputs/s (2 workers): $fzin"
 echo "fuzz execs/s (go's counter): $fzgo"
 echo "fuzz ops/exec: $fzops"
 echo "porcupine evicting ms/10k: $pe"
