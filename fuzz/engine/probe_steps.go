@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/rules"
@@ -19,11 +20,11 @@ import (
 // themselves, one per workload.ProbeKind, are in probe_kinds.go.
 
 func (x *probe) label(what string) string {
-	return fmt.Sprintf("%s%d-%s", workload.ProbeLabelPrefix, x.op, what)
+	return workload.ProbeLabelPrefix + strconv.Itoa(x.op) + "-" + what
 }
 
 func (x *probe) key(what string) string {
-	return fmt.Sprintf("%s%d/%s", workload.ProbeKeyPrefix, x.op, what)
+	return workload.ProbeKeyPrefix + strconv.Itoa(x.op) + "/" + what
 }
 
 // arena is fresh memory of the probe, every slot lent to it, judged by the
@@ -82,7 +83,7 @@ func (x *probe) submit(what string, b drivers.RowBatch, then func(drivers.Call))
 	p := x.p
 	var c drivers.Call
 	finished := false
-	wake := p.r.s.Wake(fmt.Sprintf("probe/%s %d %s", p.ep.Name, x.op, what), func() {
+	wake := p.r.s.Wake("probe/"+p.ep.Name+" "+strconv.Itoa(x.op)+" "+what, func() {
 		if c == nil || finished || !done(c, len(b.Rows)) {
 			return
 		}
