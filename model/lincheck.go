@@ -89,16 +89,21 @@ func Check(h History, sm StoreModel, timeout time.Duration) CheckResult {
 	res.Checked = len(res.ops)
 	parts := partitionByKey(res.ops)
 	res.Keys = len(parts)
-	// Call order respects real time (an operation that returned before
-	// another was called was also called first), so when the model accepts a
-	// key's operations in call order, that order is a linearization and the
-	// key is linearizable: what porcupine would answer, found without its
-	// goroutines and search state. Only the keys the fold rejects go to
+	// Call order and return order both respect real time (an operation
+	// that returned before another was called was also called first, and
+	// returned first), so when the model accepts a key's operations in
+	// either order, that order is a linearization and the key is
+	// linearizable: what porcupine would answer, found without its
+	// goroutines and search state. Only the keys both folds reject go to
 	// porcupine, and an illegal verdict is porcupine's, on the whole history.
-	var rest []porcupine.Operation
+	var rest, byReturn []porcupine.Operation
 	if !porcupineOnly {
 		for _, p := range parts {
-			if !sequentialOK(m, p) {
+			if sequentialOK(m, p) {
+				continue
+			}
+			byReturn = append(byReturn[:0], p...)
+			if !returnOrderOK(m, byReturn) {
 				rest = append(rest, p...)
 			}
 		}
@@ -146,8 +151,32 @@ func sequentialOK(m porcupine.Model, part []porcupine.Operation) bool {
 	if overlap && len(part) > maxFoldOverlapping {
 		return false
 	}
-	st := m.Init()
+	return folds(m, part)
+}
+
+// returnOrderOK: the model accepts part's operations in return order, each
+// placed at its return (an operation that never returns, after every one
+// that did) — the other witness linearization. It catches what call order
+// misses when a publish takes effect late: a lookup that finds the key
+// absent while the publish is in flight. part is sorted in place (the
+// caller's copy); ties keep call order.
+func returnOrderOK(m porcupine.Model, part []porcupine.Operation) bool {
+	if len(part) > maxFoldOverlapping {
+		return false // the call-order fold found overlap (see sequentialOK)
+	}
 	for _, op := range part {
+		if op.Call > op.Return {
+			return false // return order respects real time only when every call precedes its return
+		}
+	}
+	slices.SortStableFunc(part, func(a, b porcupine.Operation) int { return cmp.Compare(a.Return, b.Return) })
+	return folds(m, part)
+}
+
+// folds: the model accepts ops in the order given.
+func folds(m porcupine.Model, ops []porcupine.Operation) bool {
+	st := m.Init()
+	for _, op := range ops {
 		ok, next := m.Step(st, op.Input, op.Output)
 		if !ok {
 			return false
