@@ -89,21 +89,22 @@ func Check(h History, sm StoreModel, timeout time.Duration) CheckResult {
 	res.Checked = len(res.ops)
 	parts := partitionByKey(res.ops)
 	res.Keys = len(parts)
-	// Call order and return order both respect real time (an operation
-	// that returned before another was called was also called first, and
-	// returned first), so when the model accepts a key's operations in
-	// either order, that order is a linearization and the key is
-	// linearizable: what porcupine would answer, found without its
-	// goroutines and search state. Only the keys both folds reject go to
-	// porcupine, and an illegal verdict is porcupine's, on the whole history.
-	var rest, byReturn []porcupine.Operation
+	// Call order respects real time (an operation that returned before
+	// another was called was also called first), and so does any order
+	// that places every operation between its call and its return
+	// (returnOrder), so when the model accepts a key's operations in such
+	// an order, it is a linearization and the key is linearizable: what
+	// porcupine would answer, found without its goroutines and search
+	// state. Only the keys both witnesses miss go to porcupine, and an
+	// illegal verdict is porcupine's, on the whole history.
+	var rest []porcupine.Operation
+	var byReturn returnOrder
 	if !porcupineOnly {
 		for _, p := range parts {
 			if sequentialOK(m, p) {
 				continue
 			}
-			byReturn = append(byReturn[:0], p...)
-			if !returnOrderOK(m, byReturn) {
+			if !byReturn.ok(m, p) {
 				rest = append(rest, p...)
 			}
 		}
@@ -154,23 +155,87 @@ func sequentialOK(m porcupine.Model, part []porcupine.Operation) bool {
 	return folds(m, part)
 }
 
-// returnOrderOK: the model accepts part's operations in return order, each
-// placed at its return (an operation that never returns, after every one
-// that did) — the other witness linearization. It catches what call order
-// misses when a publish takes effect late: a lookup that finds the key
-// absent while the publish is in flight. part is sorted in place (the
-// caller's copy); ties keep call order.
-func returnOrderOK(m porcupine.Model, part []porcupine.Operation) bool {
+// returnOrder finds the other witness linearization: it walks part's calls
+// and returns in time order (a call before a return at the same instant:
+// such operations are concurrent, as porcupine takes them) and places each
+// operation at its return — an operation that never returns after every
+// one that did — unless the model refuses it there; then it first places
+// one operation that was called and has not returned (the earliest called
+// that makes the refused one legal), as a publish that took effect while
+// lookups still found its key absent. Every operation is placed between
+// its call and its return, so the order respects real time; it reports
+// whether such an order was found (false leaves the key to porcupine).
+type returnOrder struct {
+	ends    []end
+	placed  []bool
+	pending []int
+}
+
+type end struct {
+	at  int64
+	ret bool // a return; else a call
+	op  int
+	_   struct{}
+}
+
+func (w *returnOrder) ok(m porcupine.Model, part []porcupine.Operation) bool {
 	if len(part) > maxFoldOverlapping {
 		return false // the call-order fold found overlap (see sequentialOK)
 	}
-	for _, op := range part {
+	w.ends, w.pending = w.ends[:0], w.pending[:0]
+	w.placed = slices.Grow(w.placed[:0], len(part))[:len(part)]
+	clear(w.placed)
+	for i, op := range part {
 		if op.Call > op.Return {
-			return false // return order respects real time only when every call precedes its return
+			return false // real time is respected only when every call precedes its return
+		}
+		w.ends = append(w.ends, end{at: op.Call, op: i}, end{at: op.Return, ret: true, op: i})
+	}
+	slices.SortFunc(w.ends, func(a, b end) int {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
+			return c
+		}
+		if a.ret != b.ret {
+			if a.ret {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(a.op, b.op)
+	})
+	st := m.Init()
+	for _, e := range w.ends {
+		if !e.ret {
+			w.pending = append(w.pending, e.op)
+			continue
+		}
+		if w.placed[e.op] {
+			continue
+		}
+		op := part[e.op]
+		if ok, next := m.Step(st, op.Input, op.Output); ok {
+			st, w.placed[e.op] = next, true
+			continue
+		}
+		found := false
+		for _, p := range w.pending {
+			if p == e.op || w.placed[p] {
+				continue
+			}
+			ok, mid := m.Step(st, part[p].Input, part[p].Output)
+			if !ok {
+				continue
+			}
+			if ok, next := m.Step(mid, op.Input, op.Output); ok {
+				st, w.placed[p], w.placed[e.op], found = next, true, true, true
+				break
+			}
+		}
+		if !found {
+			return false
 		}
 	}
-	slices.SortStableFunc(part, func(a, b porcupine.Operation) int { return cmp.Compare(a.Return, b.Return) })
-	return folds(m, part)
+	return true
 }
 
 // folds: the model accepts ops in the order given.

@@ -73,3 +73,48 @@ func spoilHistory(h History, seed uint64, how int) History {
 	}
 	return out
 }
+
+// TestWitnessesRespectRealTime: small histories whose verdict turns on real
+// time: an operation the fast path placed before its call, or after its
+// return, would turn an illegal history legal, and a legal one needs an
+// in-flight publish placed early (between a lookup that found the key absent
+// and one that found it present). Each is checked with the fast path and by
+// porcupine alone, against the verdict it must have.
+func TestWitnessesRespectRealTime(t *testing.T) {
+	const repro = "go test ./model -run TestWitnessesRespectRealTime"
+	lookup := func(found bool, at int64) Op {
+		st := drivers.Miss
+		if found {
+			st = drivers.OK
+		}
+		return Op{Kind: KindLookup, Key: "k", Status: st, Call: at, Return: at}
+	}
+	publish := func(v uint64, call, ret int64) Op {
+		return Op{Kind: KindPublish, Key: "k", Status: drivers.OK, Value: v, Call: call, Return: ret}
+	}
+	fetch := func(v uint64, call, ret int64) Op {
+		return Op{Kind: KindFetch, Key: "k", Status: drivers.OK, Value: v, Call: call, Return: ret}
+	}
+	cases := []struct {
+		name string
+		h    History
+		want porcupine.CheckResult
+	}{
+		{"found before the publish was called", History{lookup(true, 5), publish(1, 10, 20)}, porcupine.Illegal},
+		{"read before the publish was called", History{fetch(1, 0, 5), publish(1, 10, 20)}, porcupine.Illegal},
+		{"absent after the publish returned", History{publish(1, 0, 10), lookup(false, 15)}, porcupine.Illegal},
+		{"in-flight publish placed between absent and found", History{lookup(false, 1), publish(1, 2, 40), lookup(false, 5), lookup(true, 20)}, porcupine.Ok},
+		{"read of a publish still in flight", History{lookup(false, 1), publish(1, 2, 40), lookup(false, 3), publish(2, 4, 50), fetch(1, 10, 20)}, porcupine.Ok},
+	}
+	t.Cleanup(func() { porcupineOnly = false })
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, only := range []bool{false, true} {
+				porcupineOnly = only
+				if got := Check(c.h, DurableStore, 0).Outcome; got != c.want {
+					t.Fatalf("porcupine only=%v: %v, want %v (repro: %s)", only, got, c.want, repro)
+				}
+			}
+		})
+	}
+}
