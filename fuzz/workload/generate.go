@@ -128,7 +128,7 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 	for i := 0; i < cfg.Ops; i++ {
 		if len(rowOps) > 0 && rare.Chance(0.05) {
 			last := l.Ops[rowOps[len(rowOps)-1]].Endpoint
-			q := Op{At: at, Kind: Quiesce, Endpoint: last}
+			q := Op{At: at, Kind: Quiesce, Endpoint: last, Targets: make([]int, 0, 3)}
 			for j := len(rowOps) - 1; j >= 0 && len(q.Targets) < 3; j-- {
 				if l.Ops[rowOps[j]].Endpoint == last && rare.Chance(0.7) {
 					q.Targets = append(q.Targets, rowOps[j])
@@ -186,13 +186,13 @@ func (g probeGen) during(at time.Duration, eps []Endpoint, down map[string]bool)
 	if g.rate <= 0 || !g.r.Chance(g.rate) {
 		return Op{}, false
 	}
-	var up []string
+	up := make([]string, 0, len(eps))
 	for _, e := range eps {
 		if !down[e.Name] {
 			up = append(up, e.Name)
 		}
 	}
-	var kinds []ProbeKind
+	kinds := make([]ProbeKind, 0, len(ProbeKinds))
 	for _, k := range ProbeKinds {
 		if k != ProbeAfterShutdown && (k != ProbeEvictDuringFetch || g.evicting) {
 			kinds = append(kinds, k)
