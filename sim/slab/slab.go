@@ -7,12 +7,21 @@
 // A slab is not safe for concurrent use; the caller's lock guards it.
 package slab
 
-// maxChunk bounds a chunk's length, so a short run does not zero (and keep)
-// a chunk it never fills.
-const maxChunk = 64
+import "unsafe"
 
-// Of carves T's out of chunks that double in length up to maxChunk. The
-// zero value is ready for use.
+// A chunk holds up to maxChunk values, or more small ones up to
+// maxChunkBytes: bounded, so a short run does not zero (and keep) a chunk it
+// never fills.
+const (
+	maxChunk      = 64
+	maxChunkBytes = 1024
+)
+
+// firstChunk is the length of a slab's first chunk (when it fits).
+const firstChunk = 4
+
+// Of carves T's out of chunks that double in length up to chunkLen.
+// The zero value is ready for use.
 type Of[T any] struct {
 	free []T
 	size int // length of the last chunk
@@ -32,7 +41,7 @@ func (s *Of[T]) New() *T {
 // Make returns n zeroed T's as a full slice: its capacity ends at n, so an
 // append to it copies instead of writing over the next caller's values.
 func (s *Of[T]) Make(n int) []T {
-	if n > maxChunk/2 {
+	if n > chunkLen[T]()/2 {
 		return make([]T, n)
 	}
 	if len(s.free) < n {
@@ -44,6 +53,13 @@ func (s *Of[T]) Make(n int) []T {
 }
 
 func (s *Of[T]) grow(n int) {
-	s.size = min(max(2*s.size, 2, n), maxChunk)
+	limit := chunkLen[T]()
+	s.size = min(max(2*s.size, firstChunk, n), limit)
 	s.free = make([]T, max(s.size, n))
+}
+
+// chunkLen is the most T's a chunk holds.
+func chunkLen[T any]() int {
+	var v T
+	return max(maxChunk, maxChunkBytes/max(1, int(unsafe.Sizeof(v))))
 }

@@ -19,7 +19,7 @@ func TestNewHandsOutDistinctZeroedValues(t *testing.T) {
 }
 
 func TestMakeIsFullAndDisjoint(t *testing.T) {
-	for _, n := range []int{0, 1, 3, maxChunk / 2, maxChunk/2 + 1, 3 * maxChunk} {
+	for _, n := range []int{0, 1, 3, chunkLen[int]() / 2, chunkLen[int]()/2 + 1, 3 * chunkLen[int]()} {
 		t.Run("", func(t *testing.T) {
 			var s Of[int]
 			a := s.Make(n)
@@ -47,7 +47,7 @@ func TestChunksAmortise(t *testing.T) {
 			s.New()
 		}
 	})
-	if allocs > 640/maxChunk+8 {
-		t.Fatalf("640 values cost %v allocations, want at most %d (repro: go test ./sim/slab -run TestChunks)", allocs, 640/maxChunk+8)
+	if want := 640/chunkLen[[4]int]() + 8; allocs > float64(want) {
+		t.Fatalf("640 values cost %v allocations, want at most %d (repro: go test ./sim/slab -run TestChunks)", allocs, want)
 	}
 }
