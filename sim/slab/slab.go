@@ -17,7 +17,7 @@ const (
 	maxChunkBytes = 1024
 )
 
-// firstChunk is the length of a slab's first chunk (when it fits).
+// firstChunk is the length of a slab's first chunk.
 const firstChunk = 4
 
 // Of carves T's out of chunks that double in length up to chunkLen.
