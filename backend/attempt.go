@@ -89,12 +89,12 @@ func (a *Attempt) Dir() drivers.Direction { return a.dir }
 
 // View is the submitted view (a copy).
 func (a *Attempt) View() drivers.View {
-	return drivers.View{Rows: append([]drivers.Row(nil), a.rows...), Mask: append([]bool(nil), a.mask...)}
+	return drivers.View{Rows: a.b.mem.cloneRows(a.rows), Mask: a.b.mem.cloneBools(a.mask)}
 }
 
-// Outcome is the committed outcome, or State Pending.
+// Outcome is the committed outcome, or State Pending. Served is a copy.
 func (a *Attempt) Outcome() Outcome {
-	return Outcome{State: a.state, Served: append([]bool(nil), a.served...), Reason: a.reason}
+	return Outcome{State: a.state, Served: a.b.mem.cloneBools(a.served), Reason: a.reason}
 }
 
 // State is the outcome kind.
@@ -216,7 +216,7 @@ func (b *Backend) changed(a *Attempt) {
 	b.dirty = append(b.dirty, a)
 	if !b.notifyPosted {
 		b.notifyPosted = true
-		b.rt.Post(b.notifyLabel, b.flush)
+		b.rt.Post(b.notifyLabel, b.flushFn)
 	}
 }
 

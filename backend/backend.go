@@ -98,7 +98,10 @@ type Backend struct {
 	// labels of the events the backend schedules often, built once: a
 	// label formatted per event would cost an allocation each time.
 	callLabel, notifyLabel string
-	spareDirty             []*Attempt // flush's drained list, reused by the next
+	flushFn                func()          // b.flush, bound once: a method value allocates
+	spareDirty             []*Attempt      // flush's drained list, reused by the next
+	cuts                   [][]drivers.Row // admit's cut of the view, reused by the next
+	mem                    records         // slabs of the per-attempt records
 
 	regions   []drivers.Region
 	bindings  []*binding // in region order
@@ -155,6 +158,7 @@ func New(rt sim.Runtime, d drivers.Driver, regions []drivers.Region, cfg Config)
 		regions:  append([]drivers.Region(nil), regions...),
 		byHandle: make(map[drivers.Handle]*binding, len(regions)),
 	}
+	b.flushFn = b.flush
 	if err := b.register(); err != nil {
 		b.closedErr = fmt.Errorf("%w: %w", ErrClosed, err)
 		return b, err

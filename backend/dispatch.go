@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/sim"
@@ -63,8 +64,7 @@ func hasEvidence(acc drivers.Access) bool {
 func (b *Backend) pump() {
 	for b.inFlight < b.cfg.MaxCallsInFlight && len(b.queue) > 0 {
 		bt := b.queue[0]
-		b.queue[0] = nil
-		b.queue = b.queue[1:]
+		b.queue = slices.Delete(b.queue, 0, 1) // shifted, not resliced: appends reuse the array
 		b.dispatch(bt)
 	}
 }
@@ -105,7 +105,7 @@ func (b *Backend) start(bt *batch) {
 // are misses, never fetched. Publish: present keys are served without
 // rewriting (merge, not replace).
 func (b *Backend) afterLookup(a *Attempt, rows []drivers.Row, present []bool) []drivers.Row {
-	keep := make([]drivers.Row, 0, len(rows))
+	keep := b.mem.rowBuf(len(rows))
 	for i, r := range rows {
 		switch {
 		case present[i] == (a.dir == drivers.Fetch):
@@ -122,7 +122,7 @@ func (b *Backend) afterLookup(a *Attempt, rows []drivers.Row, present []bool) []
 // lookup asks the driver whether rows' keys are present. An error or a
 // wrong-length answer is a failure, never "absent" (D-LOOK-2).
 func (b *Backend) lookup(rows []drivers.Row) (present []bool, err error) {
-	keys := make([]string, len(rows))
+	keys := b.mem.keys.Make(len(rows)) // slab memory: a driver or observer may keep it
 	for i, r := range rows {
 		keys[i] = r.Key
 	}
@@ -143,7 +143,8 @@ func (b *Backend) lookup(rows []drivers.Row) (present []bool, err error) {
 }
 
 func (b *Backend) submit(bt *batch, rows []drivers.Row) {
-	c := &call{bt: bt, rows: rows, bytes: b.slotBytes(rows), slot: true, access: drivers.AccessPending}
+	c := b.mem.calls.New()
+	*c = call{bt: bt, rows: rows, bytes: b.slotBytes(rows), slot: true, access: drivers.AccessPending}
 	bt.call, bt.phase = c, calling
 	b.inFlight++
 	dc, err := b.safeSubmit(drivers.RowBatch{Dir: bt.a.dir, Rows: rows},
