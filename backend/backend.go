@@ -102,6 +102,7 @@ type Backend struct {
 	spareDirty             []*Attempt      // flush's drained list, reused by the next
 	cuts                   [][]drivers.Row // admit's cut of the view, reused by the next
 	mem                    records         // slabs of the per-attempt records
+	first                  firstArrays     // the work lists' first arrays
 
 	regions   []drivers.Region
 	bindings  []*binding // in region order
@@ -125,6 +126,18 @@ type Backend struct {
 
 	shut shutdown
 }
+
+// firstArrays are the first backing arrays of the backend's work lists,
+// inside the Backend itself: a run's lists seldom outgrow them, so appends
+// allocate nothing until one does; a longer list moves to the heap as usual.
+type firstArrays struct {
+	queue             [firstLen]*batch
+	live              [firstLen]*call
+	open, dirty, free [firstLen]*Attempt
+	cuts              [firstLen][]drivers.Row
+}
+
+const firstLen = 8
 
 type binding struct {
 	region drivers.Region
@@ -156,9 +169,12 @@ func New(rt sim.Runtime, d drivers.Driver, regions []drivers.Region, cfg Config)
 		rt: rt, d: d, caps: caps, cfg: cfg,
 		callLabel: cfg.Name + "/call", notifyLabel: cfg.Name + "/notify",
 		regions:  append([]drivers.Region(nil), regions...),
+		bindings: make([]*binding, 0, len(regions)),
 		byHandle: make(map[drivers.Handle]*binding, len(regions)),
 	}
 	b.flushFn = b.flush
+	b.queue, b.live, b.cuts = b.first.queue[:0], b.first.live[:0], b.first.cuts[:0]
+	b.open, b.dirty, b.spareDirty = b.first.open[:0], b.first.dirty[:0], b.first.free[:0]
 	if err := b.register(); err != nil {
 		b.closedErr = fmt.Errorf("%w: %w", ErrClosed, err)
 		return b, err
@@ -220,7 +236,8 @@ func (b *Backend) noteInDoubt(err error, labels ...string) {
 }
 
 func (b *Backend) bind(r drivers.Region, h drivers.Handle) {
-	bd := &binding{region: r, handle: h, live: true}
+	bd := b.mem.bindings.New()
+	*bd = binding{region: r, handle: h, live: true}
 	b.bindings = append(b.bindings, bd)
 	b.byHandle[h] = bd
 }

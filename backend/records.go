@@ -6,9 +6,10 @@ import (
 )
 
 // records carves what every admission makes (the attempt, its batches and
-// calls, their rows, flags and look-up keys) out of slabs: a run admits
-// thousands of attempts, and each record lives about as long as the backend
-// that made it, so one allocation per chunk replaces one per record. Slab
+// calls, their rows, flags and look-up keys), and the bindings, out of
+// slabs: a run admits thousands of attempts, and each record lives about as
+// long as the backend that made it, so one allocation per chunk replaces one
+// per record. Slab
 // memory is never handed out twice, so a record (or a copy given to a
 // caller) stays valid for as long as anyone holds it. The backend's event
 // context guards the slabs, like every other field.
@@ -20,6 +21,7 @@ type records struct {
 	rows      slab.Of[drivers.Row]
 	bools     slab.Of[bool]
 	keys      slab.Of[string]
+	bindings  slab.Of[binding]
 }
 
 // rowBuf returns an empty row slice with room for n rows: appends up to n
