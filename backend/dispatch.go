@@ -135,9 +135,9 @@ func (b *Backend) lookup(rows []drivers.Row) (present []bool, err error) {
 	present, err = b.d.Contains(context.Background(), keys)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("%w: %w", ErrLookup, err)
+		return nil, wrapCause(ErrLookup, "", err)
 	case len(present) != len(keys):
-		return nil, fmt.Errorf("%w: %d answers for %d keys", ErrLookup, len(present), len(keys))
+		return nil, &shortLookupError{answers: len(present), keys: len(keys)}
 	}
 	return present, nil
 }
@@ -159,13 +159,13 @@ func (b *Backend) submit(bt *batch, rows []drivers.Row) {
 		// D-SUB-2: nothing escaped; the batch's access ends here.
 		bt.call, bt.phase = nil, dropped
 		b.freeSlot(c)
-		b.fail(bt.a, fmt.Errorf("%w: %w", ErrSubmit, err))
+		b.fail(bt.a, wrapCause(ErrSubmit, "", err))
 		return
 	}
 	// D-SUB-2: something may have escaped; the rows stay UNPROVABLE.
 	b.live = append(b.live, c)
 	b.makeStuck(c)
-	b.fail(bt.a, fmt.Errorf("%w: rows treated as UNPROVABLE: %w", ErrSubmit, err))
+	b.fail(bt.a, wrapCause(ErrSubmit, "rows treated as UNPROVABLE: ", err))
 }
 
 func nothingEscaped(err error) bool {
@@ -318,7 +318,7 @@ func (b *Backend) fold(c *call, res []drivers.Status) {
 			recheck = append(recheck, r)
 		default:
 			b.batchDone(c.bt)
-			b.fail(a, fmt.Errorf("%w: call %d row %d (key %q): %v", ErrRowFailed, c.id, i, r.Key, st))
+			b.fail(a, &rowFailedError{call: c.id, row: i, key: r.Key, status: st})
 			return
 		}
 	}
