@@ -135,6 +135,8 @@ type firstArrays struct {
 	live              [firstLen]*call
 	open, dirty, free [firstLen]*Attempt
 	cuts              [firstLen][]drivers.Row
+	bindings          [firstLen]*binding
+	waiters           [1]func([]string) // Shutdown's usual one caller
 }
 
 const firstLen = 8
@@ -169,12 +171,12 @@ func New(rt sim.Runtime, d drivers.Driver, regions []drivers.Region, cfg Config)
 		rt: rt, d: d, caps: caps, cfg: cfg,
 		callLabel: cfg.Name + "/call", notifyLabel: cfg.Name + "/notify",
 		regions:  append([]drivers.Region(nil), regions...),
-		bindings: make([]*binding, 0, len(regions)),
 		byHandle: make(map[drivers.Handle]*binding, len(regions)),
 	}
 	b.flushFn = b.flush
 	b.queue, b.live, b.cuts = b.first.queue[:0], b.first.live[:0], b.first.cuts[:0]
 	b.open, b.dirty, b.spareDirty = b.first.open[:0], b.first.dirty[:0], b.first.free[:0]
+	b.bindings, b.shut.waiters = b.first.bindings[:0], b.first.waiters[:0]
 	if err := b.register(); err != nil {
 		b.closedErr = fmt.Errorf("%w: %w", ErrClosed, err)
 		return b, err
