@@ -9,10 +9,10 @@ import (
 // calls, their rows, flags and look-up keys), and the bindings, out of
 // slabs: a run admits thousands of attempts, and each record lives about as
 // long as the backend that made it, so one allocation per chunk replaces one
-// per record. Slab
-// memory is never handed out twice, so a record (or a copy given to a
-// caller) stays valid for as long as anyone holds it. The backend's event
-// context guards the slabs, like every other field.
+// per record. Slab memory is never handed out twice, so a record (or a copy
+// given to a caller, or rows and keys a driver keeps) stays valid for as long
+// as anyone holds it. The backend's event context guards the slabs, like
+// every other field.
 type records struct {
 	attempts  slab.Of[Attempt]
 	batches   slab.Of[batch]
