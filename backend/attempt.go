@@ -68,8 +68,8 @@ type Attempt struct {
 	dir     drivers.Direction
 	rows    []drivers.Row // the view's rows (all positions)
 	mask    []bool
-	batches []*batch
-	open    int // batches neither done nor dropped
+	batches []batch // the queue points into it
+	open    int     // batches neither done nor dropped
 
 	state  State
 	served []bool // set at Delivered
@@ -195,7 +195,8 @@ func (b *Backend) settle(a *Attempt) {
 // while a batch is queued or a call lacks evidence, else ENDED.
 func attemptAccess(a *Attempt) drivers.Access {
 	acc := drivers.AccessEnded
-	for _, bt := range a.batches {
+	for i := range a.batches {
+		bt := &a.batches[i]
 		switch bt.access() {
 		case drivers.AccessUnprovable:
 			return drivers.AccessUnprovable

@@ -374,7 +374,8 @@ func (b *Backend) cancel(a *Attempt, reason error) bool {
 // their access ends here.
 func (b *Backend) dropQueued(a *Attempt) {
 	n := 0
-	for _, bt := range a.batches {
+	for i := range a.batches {
+		bt := &a.batches[i]
 		if bt.phase == queued {
 			bt.phase = dropped
 			a.open--
@@ -397,7 +398,8 @@ func (b *Backend) dropQueued(a *Attempt) {
 // cancelCalls forwards one Cancel per call of a that is still running
 // (D-CAN-1: non-blocking, so safe here).
 func (b *Backend) cancelCalls(a *Attempt) {
-	for _, bt := range a.batches {
+	for i := range a.batches {
+		bt := &a.batches[i]
 		c := bt.call
 		if c == nil || c.dc == nil || c.cancelled || c.folded || hasEvidence(c.access) {
 			continue

@@ -14,14 +14,13 @@ import (
 // as anyone holds it. The backend's event context guards the slabs, like
 // every other field.
 type records struct {
-	attempts  slab.Of[Attempt]
-	batches   slab.Of[batch]
-	batchPtrs slab.Of[*batch]
-	calls     slab.Of[call]
-	rows      slab.Of[drivers.Row]
-	bools     slab.Of[bool]
-	keys      slab.Of[string]
-	bindings  slab.Of[binding]
+	attempts slab.Of[Attempt]
+	batches  slab.Of[batch]
+	calls    slab.Of[call]
+	rows     slab.Of[drivers.Row]
+	bools    slab.Of[bool]
+	keys     slab.Of[string]
+	bindings slab.Of[binding]
 }
 
 // rowBuf returns an empty row slice with room for n rows: appends up to n

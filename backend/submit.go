@@ -120,12 +120,10 @@ func (b *Backend) newAttempt(dir drivers.Direction, v drivers.View, cuts [][]dri
 		a.mask = bits[n:]
 		copy(a.mask, v.Mask)
 	}
-	bs := b.mem.batches.Make(len(cuts))
-	a.batches = b.mem.batchPtrs.Make(len(cuts))
+	a.batches = b.mem.batches.Make(len(cuts))
 	for i, rows := range cuts {
-		bt := &bs[i]
+		bt := &a.batches[i]
 		bt.a, bt.rows = a, rows
-		a.batches[i] = bt
 		b.queue = append(b.queue, bt)
 	}
 	a.open = len(cuts)
