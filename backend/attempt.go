@@ -68,8 +68,8 @@ type Attempt struct {
 	dir     drivers.Direction
 	rows    []drivers.Row // the view's rows (all positions)
 	mask    []bool
-	batches []*batch
-	open    int // batches neither done nor dropped
+	batches []batch // the queue points into it
+	open    int     // batches neither done nor dropped
 
 	state  State
 	served []bool // set at Delivered
@@ -89,12 +89,12 @@ func (a *Attempt) Dir() drivers.Direction { return a.dir }
 
 // View is the submitted view (a copy).
 func (a *Attempt) View() drivers.View {
-	return drivers.View{Rows: append([]drivers.Row(nil), a.rows...), Mask: append([]bool(nil), a.mask...)}
+	return drivers.View{Rows: a.b.mem.cloneRows(a.rows), Mask: a.b.mem.cloneBools(a.mask)}
 }
 
-// Outcome is the committed outcome, or State Pending.
+// Outcome is the committed outcome, or State Pending. Served is a copy.
 func (a *Attempt) Outcome() Outcome {
-	return Outcome{State: a.state, Served: append([]bool(nil), a.served...), Reason: a.reason}
+	return Outcome{State: a.state, Served: a.b.mem.cloneBools(a.served), Reason: a.reason}
 }
 
 // State is the outcome kind.
@@ -195,7 +195,8 @@ func (b *Backend) settle(a *Attempt) {
 // while a batch is queued or a call lacks evidence, else ENDED.
 func attemptAccess(a *Attempt) drivers.Access {
 	acc := drivers.AccessEnded
-	for _, bt := range a.batches {
+	for i := range a.batches {
+		bt := &a.batches[i]
 		switch bt.access() {
 		case drivers.AccessUnprovable:
 			return drivers.AccessUnprovable
@@ -216,7 +217,7 @@ func (b *Backend) changed(a *Attempt) {
 	b.dirty = append(b.dirty, a)
 	if !b.notifyPosted {
 		b.notifyPosted = true
-		b.rt.Post(b.notifyLabel, b.flush)
+		b.rt.Post(b.notifyLabel, b.flushFn)
 	}
 }
 

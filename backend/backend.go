@@ -98,7 +98,11 @@ type Backend struct {
 	// labels of the events the backend schedules often, built once: a
 	// label formatted per event would cost an allocation each time.
 	callLabel, notifyLabel string
-	spareDirty             []*Attempt // flush's drained list, reused by the next
+	flushFn                func()          // b.flush, bound once: a method value allocates
+	spareDirty             []*Attempt      // flush's drained list, reused by the next
+	cuts                   [][]drivers.Row // admit's cut of the view, reused by the next
+	mem                    records         // slabs of the per-attempt records
+	first                  firstArrays     // the work lists' first arrays
 
 	regions   []drivers.Region
 	bindings  []*binding // in region order
@@ -122,6 +126,20 @@ type Backend struct {
 
 	shut shutdown
 }
+
+// firstArrays are the first backing arrays of the backend's work lists,
+// inside the Backend itself: a run's lists seldom outgrow them, so appends
+// allocate nothing until one does; a longer list moves to the heap as usual.
+type firstArrays struct {
+	queue             [firstLen]*batch
+	live              [firstLen]*call
+	open, dirty, free [firstLen]*Attempt
+	cuts              [firstLen][]drivers.Row
+	bindings          [firstLen]*binding
+	waiters           [1]func([]string) // Shutdown's usual one caller
+}
+
+const firstLen = 8
 
 type binding struct {
 	region drivers.Region
@@ -155,6 +173,10 @@ func New(rt sim.Runtime, d drivers.Driver, regions []drivers.Region, cfg Config)
 		regions:  append([]drivers.Region(nil), regions...),
 		byHandle: make(map[drivers.Handle]*binding, len(regions)),
 	}
+	b.flushFn = b.flush
+	b.queue, b.live, b.cuts = b.first.queue[:0], b.first.live[:0], b.first.cuts[:0]
+	b.open, b.dirty, b.spareDirty = b.first.open[:0], b.first.dirty[:0], b.first.free[:0]
+	b.bindings, b.shut.waiters = b.first.bindings[:0], b.first.waiters[:0]
 	if err := b.register(); err != nil {
 		b.closedErr = fmt.Errorf("%w: %w", ErrClosed, err)
 		return b, err
@@ -216,7 +238,8 @@ func (b *Backend) noteInDoubt(err error, labels ...string) {
 }
 
 func (b *Backend) bind(r drivers.Region, h drivers.Handle) {
-	bd := &binding{region: r, handle: h, live: true}
+	bd := b.mem.bindings.New()
+	*bd = binding{region: r, handle: h, live: true}
 	b.bindings = append(b.bindings, bd)
 	b.byHandle[h] = bd
 }

@@ -7,11 +7,14 @@ import "github.com/storesim/storesim/drivers"
 // batch has 1..max rows with pairwise distinct keys (D-BATCH-KEYS) and row
 // order (and so mask positions) is preserved. Look-ups use the same batches.
 // A max below 1 is treated as 1.
-func Cut(rows []drivers.Row, max int) [][]drivers.Row {
+func Cut(rows []drivers.Row, max int) [][]drivers.Row { return appendCuts(nil, rows, max) }
+
+// appendCuts is Cut appending to out, so admission can reuse one slice of
+// batches from view to view.
+func appendCuts(out [][]drivers.Row, rows []drivers.Row, max int) [][]drivers.Row {
 	if max < 1 {
 		max = 1
 	}
-	var out [][]drivers.Row
 	start := 0
 	for i := range rows {
 		if i > start && cutHere(rows[start:i], rows[i], max) {

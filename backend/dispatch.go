@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/sim"
@@ -63,8 +64,7 @@ func hasEvidence(acc drivers.Access) bool {
 func (b *Backend) pump() {
 	for b.inFlight < b.cfg.MaxCallsInFlight && len(b.queue) > 0 {
 		bt := b.queue[0]
-		b.queue[0] = nil
-		b.queue = b.queue[1:]
+		b.queue = slices.Delete(b.queue, 0, 1) // shifted, not resliced: appends reuse the array
 		b.dispatch(bt)
 	}
 }
@@ -105,7 +105,7 @@ func (b *Backend) start(bt *batch) {
 // are misses, never fetched. Publish: present keys are served without
 // rewriting (merge, not replace).
 func (b *Backend) afterLookup(a *Attempt, rows []drivers.Row, present []bool) []drivers.Row {
-	keep := make([]drivers.Row, 0, len(rows))
+	keep := b.mem.rowBuf(len(rows))
 	for i, r := range rows {
 		switch {
 		case present[i] == (a.dir == drivers.Fetch):
@@ -122,7 +122,7 @@ func (b *Backend) afterLookup(a *Attempt, rows []drivers.Row, present []bool) []
 // lookup asks the driver whether rows' keys are present. An error or a
 // wrong-length answer is a failure, never "absent" (D-LOOK-2).
 func (b *Backend) lookup(rows []drivers.Row) (present []bool, err error) {
-	keys := make([]string, len(rows))
+	keys := b.mem.keys.Make(len(rows)) // slab memory: a driver or observer may keep it
 	for i, r := range rows {
 		keys[i] = r.Key
 	}
@@ -135,15 +135,16 @@ func (b *Backend) lookup(rows []drivers.Row) (present []bool, err error) {
 	present, err = b.d.Contains(context.Background(), keys)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("%w: %w", ErrLookup, err)
+		return nil, wrapCause(ErrLookup, "", err)
 	case len(present) != len(keys):
-		return nil, fmt.Errorf("%w: %d answers for %d keys", ErrLookup, len(present), len(keys))
+		return nil, &shortLookupError{answers: len(present), keys: len(keys)}
 	}
 	return present, nil
 }
 
 func (b *Backend) submit(bt *batch, rows []drivers.Row) {
-	c := &call{bt: bt, rows: rows, bytes: b.slotBytes(rows), slot: true, access: drivers.AccessPending}
+	c := b.mem.calls.New()
+	*c = call{bt: bt, rows: rows, bytes: b.slotBytes(rows), slot: true, access: drivers.AccessPending}
 	bt.call, bt.phase = c, calling
 	b.inFlight++
 	dc, err := b.safeSubmit(drivers.RowBatch{Dir: bt.a.dir, Rows: rows},
@@ -158,13 +159,13 @@ func (b *Backend) submit(bt *batch, rows []drivers.Row) {
 		// D-SUB-2: nothing escaped; the batch's access ends here.
 		bt.call, bt.phase = nil, dropped
 		b.freeSlot(c)
-		b.fail(bt.a, fmt.Errorf("%w: %w", ErrSubmit, err))
+		b.fail(bt.a, wrapCause(ErrSubmit, "", err))
 		return
 	}
 	// D-SUB-2: something may have escaped; the rows stay UNPROVABLE.
 	b.live = append(b.live, c)
 	b.makeStuck(c)
-	b.fail(bt.a, fmt.Errorf("%w: rows treated as UNPROVABLE: %w", ErrSubmit, err))
+	b.fail(bt.a, wrapCause(ErrSubmit, "rows treated as UNPROVABLE: ", err))
 }
 
 func nothingEscaped(err error) bool {
@@ -317,7 +318,7 @@ func (b *Backend) fold(c *call, res []drivers.Status) {
 			recheck = append(recheck, r)
 		default:
 			b.batchDone(c.bt)
-			b.fail(a, fmt.Errorf("%w: call %d row %d (key %q): %v", ErrRowFailed, c.id, i, r.Key, st))
+			b.fail(a, &rowFailedError{call: c.id, row: i, key: r.Key, status: st})
 			return
 		}
 	}
@@ -373,7 +374,8 @@ func (b *Backend) cancel(a *Attempt, reason error) bool {
 // their access ends here.
 func (b *Backend) dropQueued(a *Attempt) {
 	n := 0
-	for _, bt := range a.batches {
+	for i := range a.batches {
+		bt := &a.batches[i]
 		if bt.phase == queued {
 			bt.phase = dropped
 			a.open--
@@ -396,7 +398,8 @@ func (b *Backend) dropQueued(a *Attempt) {
 // cancelCalls forwards one Cancel per call of a that is still running
 // (D-CAN-1: non-blocking, so safe here).
 func (b *Backend) cancelCalls(a *Attempt) {
-	for _, bt := range a.batches {
+	for i := range a.batches {
+		bt := &a.batches[i]
 		c := bt.call
 		if c == nil || c.dc == nil || c.cancelled || c.folded || hasEvidence(c.access) {
 			continue

@@ -10,6 +10,10 @@ import (
 	"github.com/storesim/storesim/sim"
 )
 
+// errClosedByShutdown refuses admission after Shutdown; it is the same for
+// every backend, so it is built once.
+var errClosedByShutdown = fmt.Errorf("%w: %w", ErrClosed, ErrShutdown)
+
 type shutdown struct {
 	started, finished bool
 	expired           bool
@@ -43,7 +47,7 @@ func (b *Backend) Shutdown(done func(labels []string)) {
 	}
 	b.shut.started = true
 	if b.closedErr == nil {
-		b.closedErr = fmt.Errorf("%w: %w", ErrClosed, ErrShutdown)
+		b.closedErr = errClosedByShutdown
 	}
 	for _, a := range slices.Clone(b.open) {
 		b.cancel(a, ErrShutdown)

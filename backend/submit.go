@@ -38,12 +38,12 @@ func (b *Backend) admit(dir drivers.Direction, v drivers.View) (*Attempt, error)
 		b.settle(a)
 		return a, nil
 	}
-	cuts := Cut(active, b.caps.MaxRowsPerOp)
-	if err := b.room(len(cuts)); err != nil {
+	b.cuts = appendCuts(b.cuts[:0], active, b.caps.MaxRowsPerOp)
+	if err := b.room(len(b.cuts)); err != nil {
 		b.stats.Rejected++
 		return nil, err
 	}
-	a := b.newAttempt(dir, v, cuts)
+	a := b.newAttempt(dir, v, b.cuts)
 	b.settle(a) // an empty view is Delivered(nothing) with access ENDED here
 	b.pump()
 	return a, nil
@@ -61,7 +61,7 @@ func (b *Backend) checkView(dir drivers.Direction, v drivers.View) ([]drivers.Ro
 		h    drivers.Handle
 		slot int
 	}
-	active := make([]drivers.Row, 0, len(v.Rows))
+	active := b.mem.rowBuf(v.Active()) // the batches' rows: kept with the attempt
 	seen := make(map[slotRef]int, len(v.Rows))
 	for i, r := range v.Rows {
 		if !v.Mask[i] {
@@ -109,22 +109,21 @@ func (b *Backend) newAttempt(dir drivers.Direction, v drivers.View, cuts [][]dri
 	b.nextAttempt++
 	b.stats.Attempts++
 	n := len(v.Rows)
-	bits := make([]bool, n+len(v.Mask)) // acc, then the mask's copy: one allocation
-	a := &Attempt{
+	bits := b.mem.bools.Make(n + len(v.Mask)) // acc, then the mask's copy
+	a := b.mem.attempts.New()
+	*a = Attempt{
 		b: b, id: b.nextAttempt, dir: dir,
-		rows: append([]drivers.Row(nil), v.Rows...),
+		rows: b.mem.cloneRows(v.Rows),
 		acc:  bits[:n:n],
 	}
 	if v.Mask != nil {
 		a.mask = bits[n:]
 		copy(a.mask, v.Mask)
 	}
-	bs := make([]batch, len(cuts)) // every batch of the attempt in one allocation
-	a.batches = make([]*batch, len(cuts))
+	a.batches = b.mem.batches.Make(len(cuts))
 	for i, rows := range cuts {
-		bt := &bs[i]
+		bt := &a.batches[i]
 		bt.a, bt.rows = a, rows
-		a.batches[i] = bt
 		b.queue = append(b.queue, bt)
 	}
 	a.open = len(cuts)
