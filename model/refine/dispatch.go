@@ -212,7 +212,7 @@ func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.
 	if in := m.inFlight(); in+1 > m.bcfg.MaxCallsInFlight && m.ready {
 		m.fail(rules.BBound, a, 0, "inflight", fmt.Sprintf("a call was submitted with %d calls already in flight (MaxCallsInFlight %d)", in, m.bcfg.MaxCallsInFlight))
 	}
-	c := m.callSlab.alloc()
+	c := m.callSlab.New()
 	c.b, c.rows, c.acc = b, rows, drivers.AccessPending
 	if dc != nil && err == nil {
 		c.id = dc.ID()
@@ -262,7 +262,7 @@ func (m *Model) readResults(c *call, res []drivers.Status) {
 		return
 	}
 	if c.res == nil {
-		c.res = carve(&m.resBuf, len(res), 64)
+		c.res = m.resSlab.Make(len(res))
 	}
 	final := true
 	for i, s := range res {

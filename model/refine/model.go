@@ -10,6 +10,7 @@ import (
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim"
+	"github.com/storesim/storesim/sim/slab"
 )
 
 // AttemptView is what the model reads of a backend attempt
@@ -61,10 +62,15 @@ type Model struct {
 	dirty  bool // a fact arrived since the last step was judged
 	qdirty bool // ... since the last quiescent point was judged
 
-	callSlab slab[call]       // every call's storage
-	rowBuf   []drivers.Row    // storage the calls' rows are carved from
-	resBuf   []drivers.Status // ... the calls' results
-	flagBuf  []bool           // ... the attempts' served and present flags
+	// The model's records, carved from chunks: they live as long as the
+	// model (finished ones are only forgotten, see compact).
+	attemptSlab slab.Of[attempt]
+	batchSlab   slab.Of[batch]
+	callSlab    slab.Of[call]
+	bindingSlab slab.Of[binding]
+	rowSlab     slab.Of[drivers.Row]    // the attempts' masked-in rows, the calls' rows
+	resSlab     slab.Of[drivers.Status] // the calls' results
+	flagSlab    slab.Of[bool]           // the attempts' served and present flags
 
 	found []rules.Violation
 	seen  map[string]bool // rule+attempt already reported
@@ -262,7 +268,9 @@ func (m *Model) registered(regions []drivers.Region, hs []drivers.Handle, err er
 		n = 1
 	}
 	for i := 0; i < n; i++ {
-		m.bindings = append(m.bindings, &binding{region: regions[i], handle: hs[i], live: true})
+		b := m.bindingSlab.New()
+		*b = binding{region: regions[i], handle: hs[i], live: true}
+		m.bindings = append(m.bindings, b)
 	}
 	if err == nil && len(hs) == len(regions) {
 		return
@@ -312,7 +320,8 @@ func (m *Model) unregistered(hs []drivers.Handle, err error) {
 // Admitting is called just before the backend's Fetch or Publish of v.
 func (m *Model) Admitting(dir drivers.Direction, v drivers.View) {
 	m.event()
-	a := &attempt{dir: dir, nrows: len(v.Rows)}
+	a := m.attemptSlab.New()
+	a.dir, a.nrows = dir, len(v.Rows)
 	m.admitting = a
 	a.bad = m.malformed(dir, v)
 	if a.bad != "" || m.closed() != "" {
@@ -325,9 +334,9 @@ func (m *Model) Admitting(dir drivers.Direction, v drivers.View) {
 	}
 	// One allocation holds served (by view position) and the lookup answers
 	// (by masked-in row): both are small and live as long as the attempt.
-	flags := carve(&m.flagBuf, len(v.Rows)+len(active), 64)
+	flags := m.flagSlab.Make(len(v.Rows) + len(active))
 	a.served, a.present = flags[:len(v.Rows):len(v.Rows)], flags[len(v.Rows):]
-	a.batches = cut(a, active, m.caps.MaxRowsPerOp)
+	a.batches = cut(&m.batchSlab, a, active, m.caps.MaxRowsPerOp)
 	if a.noRoom = m.room(len(a.batches)); !a.noRoom.full {
 		for i := range a.batches {
 			m.queue = append(m.queue, &a.batches[i])
@@ -435,7 +444,7 @@ func (m *Model) active(v drivers.View) []drivers.Row {
 			n++
 		}
 	}
-	out := make([]drivers.Row, 0, n)
+	out := m.rowSlab.Make(n)[:0]
 	for i, r := range v.Rows {
 		if v.Mask[i] {
 			out = append(out, r)
