@@ -11,6 +11,7 @@ import (
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/sim/arena"
+	"github.com/storesim/storesim/sim/slab"
 )
 
 // Note tags: one annotation row each in the visualization.
@@ -131,7 +132,8 @@ type Recorder struct {
 
 	mu       sync.Mutex
 	seq      int64
-	regions  map[drivers.Handle]drivers.Region
+	regions  map[drivers.Handle]int32 // the handle's region, by index in regList
+	regList  []drivers.Region         // every region registered, in order
 	calls    map[drivers.CallID]*callRec
 	order    []*callRec
 	early    map[drivers.CallID][]earlyEvent
@@ -151,6 +153,12 @@ type Recorder struct {
 	firstDropped arena.Touch
 	lastTouch    arena.Touch // the latest touch seen, kept or not
 	ntouch       int64       // touches seen, kept or not
+
+	// Every call's record and rows, carved from chunks: they live as long
+	// as the recorder.
+	callSlab   slab.Of[callRec]
+	rowSlab    slab.Of[RowInfo]
+	regionSlab slab.Of[int32]
 }
 
 // The bounds of what a recorder keeps, whatever the driver does. Normal
@@ -175,22 +183,15 @@ type touchKey struct {
 	slot   int
 }
 
-// callRec is a call's facts plus the regions its rows were on at submit.
+// callRec is a call's facts plus, for a fetch, the regions its rows were
+// on at submit (a FETCH OK's slot is read there), by index in the
+// recorder's regList (noRegion: the handle was not registered).
 type callRec struct {
 	CallInfo
-	regs []rowRegion
-	// inline storage for a small call's Rows and regs: one allocation per
-	// call instead of three.
-	inl struct {
-		rows [4]RowInfo
-		regs [4]rowRegion
-	}
+	regs []int32
 }
 
-type rowRegion struct {
-	reg   drivers.Region
-	known bool
-}
+const noRegion = -1
 
 type callRow struct {
 	call drivers.CallID
@@ -230,7 +231,7 @@ var accessTexts = [...]string{
 func NewRecorder(opts RecorderOptions) *Recorder {
 	r := &Recorder{
 		opts: opts, peek: opts.Peek,
-		regions:  map[drivers.Handle]drivers.Region{},
+		regions:  map[drivers.Handle]int32{},
 		calls:    map[drivers.CallID]*callRec{},
 		early:    map[drivers.CallID][]earlyEvent{},
 		starting: map[*drivers.Row]mark{},
@@ -306,7 +307,8 @@ func (r *Recorder) addNote(n Note) {
 func (r *Recorder) Registered(at time.Duration, h drivers.Handle, reg drivers.Region) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.regions[h] = reg
+	r.regions[h] = int32(len(r.regList))
+	r.regList = append(r.regList, reg)
 	r.notef(at, TagRegion, 0, "", func() string { return fmt.Sprintf("registered %s as handle %d", reg.Label, h) })
 }
 
@@ -352,21 +354,25 @@ func (r *Recorder) Submitted(at time.Duration, id drivers.CallID, b drivers.RowB
 		r.note(at, TagSubmit, id, "", "Submitted again for a known call id; ignored")
 		return
 	}
-	c := &callRec{CallInfo: CallInfo{ID: id, Dir: b.Dir, CallSeq: start.seq, CalledAt: start.at}}
-	if n := len(b.Rows); n <= len(c.inl.rows) {
-		c.Rows, c.regs = c.inl.rows[:n:n], c.inl.regs[:n:n]
-	} else {
-		c.Rows, c.regs = make([]RowInfo, n), make([]rowRegion, n)
+	c := r.callSlab.New()
+	c.CallInfo = CallInfo{ID: id, Dir: b.Dir, CallSeq: start.seq, CalledAt: start.at}
+	c.Rows = r.rowSlab.Make(len(b.Rows))
+	if b.Dir == drivers.Fetch {
+		c.regs = r.regionSlab.Make(len(b.Rows))
 	}
 	for i, row := range b.Rows {
 		ri := RowInfo{Key: row.Key, Slot: row.Slot}
-		reg, ok := r.regions[row.Handle]
+		reg, ok := r.region(row.Handle)
 		if ok {
 			ri.Region = reg.Label
 		}
-		c.regs[i] = rowRegion{reg, ok}
-		if b.Dir == drivers.Publish {
+		switch {
+		case b.Dir == drivers.Publish:
 			ri.Value = r.publishDigest(reg, ok, row.Slot)
+		case c.regs != nil && ok:
+			c.regs[i] = r.regions[row.Handle]
+		case c.regs != nil:
+			c.regs[i] = noRegion
 		}
 		c.Rows[i] = ri
 	}
@@ -402,11 +408,28 @@ func (r *Recorder) submitFailed(at time.Duration, start mark, b drivers.RowBatch
 		return
 	}
 	for i, row := range b.Rows {
-		reg, ok := r.regions[row.Handle]
+		reg, ok := r.region(row.Handle)
 		r.extra = append(r.extra, Op{Kind: KindPublish, Key: row.Key, Status: drivers.Pending,
 			Value: r.publishDigest(reg, ok, row.Slot), Call: start.seq, Return: Never,
 			Row: i, CallAt: start.at})
 	}
+}
+
+// region is the region registered as h, if any.
+func (r *Recorder) region(h drivers.Handle) (drivers.Region, bool) {
+	i, ok := r.regions[h]
+	if !ok {
+		return drivers.Region{}, false
+	}
+	return r.regList[i], true
+}
+
+// rowRegion is the region row i of c was on at submit, if any.
+func (r *Recorder) rowRegion(c *callRec, i int) (drivers.Region, bool) {
+	if c.regs[i] == noRegion {
+		return drivers.Region{}, false
+	}
+	return r.regList[c.regs[i]], true
 }
 
 // publishDigest reads the content a publish sends; an unreadable slot gets
@@ -453,7 +476,8 @@ func (r *Recorder) final(c *callRec, seq int64, at time.Duration, row int, st dr
 	ri := &c.Rows[row]
 	ri.Status, ri.FinalSeq, ri.FinalAt = st, seq, at
 	if c.Dir == drivers.Fetch && st == drivers.OK {
-		ri.Value = r.fetchDigest(c.regs[row].reg, c.regs[row].known, ri.Slot)
+		reg, ok := r.rowRegion(c, row)
+		ri.Value = r.fetchDigest(reg, ok, ri.Slot)
 	}
 	if (st == drivers.Fault || st == drivers.NotAttempted) && !r.opts.NoNotes {
 		r.addNote(Note{Seq: seq, At: at, Tag: TagFault, Call: c.ID, Key: ri.Key,
