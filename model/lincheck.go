@@ -3,6 +3,8 @@ package model
 import (
 	"cmp"
 	"fmt"
+	"math"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -120,41 +122,70 @@ func Check(h History, sm StoreModel, timeout time.Duration) CheckResult {
 	return res
 }
 
-// maxFoldOverlapping is the longest key history with overlapping operations
-// that sequentialOK still folds.
-const maxFoldOverlapping = 32
+// maxSearchSteps bounds the model steps linearizes tries on one key: past
+// it, porcupine decides (a cost choice only — either way the verdict is
+// the same).
+const maxSearchSteps = 512
 
 // porcupineOnly sends every key to porcupine (TestSequentialMatchesPorcupine
 // compares the two ways).
 var porcupineOnly = false
 
-// sequentialOK: the model accepts part's operations (one key, sorted by
-// call) in call order, each placed at its call — a witness linearization
-// (an operation that never returns may take effect at any point after its
-// call). A part not sorted by call, or with a return before its call, is
-// left to porcupine; so is a long part whose operations overlap (the fold
-// would likely fail late, after costing as much as porcupine: a cost
-// choice only — either way the verdict is the same).
+// sequentialOK reports whether part's operations (one key, sorted by call)
+// have a linearization it can show: an order the model accepts in which no
+// operation comes after one called after it returned (porcupine orders a
+// call before a return at the same position, so operations that touch
+// overlap). Only a witness counts — porcupine, which searches every order,
+// would find it too — so false means "not shown", and porcupine decides.
+// The first order tried is call order, which a history without overlaps
+// always takes. A part with a return before its call, not sorted by call or
+// longer than 64 operations is left to porcupine, as is a search that needs
+// more than maxSearchSteps model steps.
 func sequentialOK(m porcupine.Model, part []porcupine.Operation) bool {
-	overlap := false
+	if len(part) > 64 {
+		return false
+	}
 	for i := range part {
 		if part[i].Call > part[i].Return || i > 0 && part[i-1].Call > part[i].Call {
 			return false
 		}
-		overlap = overlap || i > 0 && part[i-1].Return >= part[i].Call
 	}
-	if overlap && len(part) > maxFoldOverlapping {
-		return false
+	s := witness{m: m, part: part, budget: maxSearchSteps}
+	return s.from(m.Init(), ^uint64(0)>>(64-len(part)))
+}
+
+// witness is sequentialOK's depth-first search over the orders of part.
+type witness struct {
+	m      porcupine.Model
+	part   []porcupine.Operation
+	budget int // model steps left
+}
+
+// from reports whether the operations in left (a bit per index of part)
+// can follow state st.
+func (w *witness) from(st any, left uint64) bool {
+	if left == 0 {
+		return true
 	}
-	st := m.Init()
-	for _, op := range part {
-		ok, next := m.Step(st, op.Input, op.Output)
-		if !ok {
+	// An operation may go next unless another one left returned before it
+	// was called: its call is at most the earliest return left. part is
+	// sorted by call, so the candidates are a prefix of left.
+	first := int64(math.MaxInt64)
+	for l := left; l != 0; l &= l - 1 {
+		first = min(first, w.part[bits.TrailingZeros64(l)].Return)
+	}
+	for l := left; l != 0; l &= l - 1 {
+		i := bits.TrailingZeros64(l)
+		op := &w.part[i]
+		if op.Call > first || w.budget == 0 {
 			return false
 		}
-		st = next
+		w.budget--
+		if ok, next := w.m.Step(st, op.Input, op.Output); ok && w.from(next, left&^(1<<i)) {
+			return true
+		}
 	}
-	return true
+	return false
 }
 
 // prepare turns h into porcupine operations grouped by key (sorted), in call
