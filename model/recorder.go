@@ -140,7 +140,7 @@ type Recorder struct {
 	starting map[*drivers.Row]mark
 	labels   map[drivers.CallID]string
 	puts     map[callRow]mark // the first put the store ran of a publish row: when, in sequence and time
-	extra    []Op             // escaped publishes and lookups
+	extra    []extraOp        // escaped publishes and lookups
 	escaped  int              // submits that failed with an error after which rows may have escaped
 	unread   int              // publish slots that could not be read
 	notes    []Note
@@ -215,6 +215,27 @@ type earlyEvent struct {
 	isAcc bool
 }
 
+// extraOp is an operation that is not a row of a known call, kept small
+// (a lookup per key found adds up): an escaped publish, which never
+// returns, or a lookup, which returns at its call.
+type extraOp struct {
+	key    string
+	value  uint64
+	seq    int64 // the call (and a lookup's return)
+	at     time.Duration
+	row    int32
+	kind   Kind
+	status drivers.Status
+}
+
+func (e *extraOp) op() Op {
+	op := Op{Kind: e.kind, Key: e.key, Status: e.status, Value: e.value, Call: e.seq, Return: Never, Row: int(e.row), CallAt: e.at}
+	if e.kind == KindLookup {
+		op.Return, op.ReturnAt = e.seq, e.at
+	}
+	return op
+}
+
 type stampedTouch struct {
 	arena.Touch
 	seq    int64
@@ -229,14 +250,12 @@ var accessTexts = [...]string{
 
 // NewRecorder returns an empty recorder.
 func NewRecorder(opts RecorderOptions) *Recorder {
+	// early, starting, labels and puts are made on first use: many runs
+	// never need some of them.
 	r := &Recorder{
 		opts: opts, peek: opts.Peek,
-		regions:  map[drivers.Handle]int32{},
-		calls:    map[drivers.CallID]*callRec{},
-		early:    map[drivers.CallID][]earlyEvent{},
-		starting: map[*drivers.Row]mark{},
-		labels:   map[drivers.CallID]string{},
-		puts:     map[callRow]mark{},
+		regions: map[drivers.Handle]int32{},
+		calls:   map[drivers.CallID]*callRec{},
 	}
 	if r.peek == nil {
 		r.peek = PeekRegion
@@ -331,6 +350,9 @@ func (r *Recorder) SubmitStarting(at time.Duration, b drivers.RowBatch) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.starting == nil {
+		r.starting = map[*drivers.Row]mark{}
+	}
 	r.starting[&b.Rows[0]] = mark{seq: r.next(), at: at}
 }
 
@@ -409,9 +431,8 @@ func (r *Recorder) submitFailed(at time.Duration, start mark, b drivers.RowBatch
 	}
 	for i, row := range b.Rows {
 		reg, ok := r.region(row.Handle)
-		r.extra = append(r.extra, Op{Kind: KindPublish, Key: row.Key, Status: drivers.Pending,
-			Value: r.publishDigest(reg, ok, row.Slot), Call: start.seq, Return: Never,
-			Row: i, CallAt: start.at})
+		r.extra = append(r.extra, extraOp{kind: KindPublish, key: row.Key, status: drivers.Pending,
+			value: r.publishDigest(reg, ok, row.Slot), seq: start.seq, at: start.at, row: int32(i)})
 	}
 }
 
@@ -463,10 +484,18 @@ func (r *Recorder) RowFinal(at time.Duration, id drivers.CallID, row int, st dri
 	seq := r.next()
 	c, ok := r.calls[id]
 	if !ok {
-		r.early[id] = append(r.early[id], earlyEvent{seq: seq, at: at, row: row, st: st})
+		r.addEarly(id, earlyEvent{seq: seq, at: at, row: row, st: st})
 		return
 	}
 	r.final(c, seq, at, row, st)
+}
+
+// addEarly keeps an event of a call Submitted has not named yet.
+func (r *Recorder) addEarly(id drivers.CallID, e earlyEvent) {
+	if r.early == nil {
+		r.early = map[drivers.CallID][]earlyEvent{}
+	}
+	r.early[id] = append(r.early[id], e)
 }
 
 func (r *Recorder) final(c *callRec, seq int64, at time.Duration, row int, st drivers.Status) {
@@ -492,7 +521,7 @@ func (r *Recorder) AccessChanged(at time.Duration, id drivers.CallID, acc driver
 	seq := r.next()
 	c, ok := r.calls[id]
 	if !ok {
-		r.early[id] = append(r.early[id], earlyEvent{seq: seq, at: at, row: -1, acc: acc, isAcc: true})
+		r.addEarly(id, earlyEvent{seq: seq, at: at, row: -1, acc: acc, isAcc: true})
 		return
 	}
 	r.access(c, seq, at, acc)
@@ -550,7 +579,7 @@ func (r *Recorder) LookedUp(at time.Duration, keys []string, found []bool, err e
 		if found[i] {
 			st = drivers.OK
 		}
-		r.extra = append(r.extra, Op{Kind: KindLookup, Key: k, Status: st, Call: seq, Return: seq, Row: i, CallAt: at, ReturnAt: at})
+		r.extra = append(r.extra, extraOp{kind: KindLookup, key: k, status: st, seq: seq, at: at, row: int32(i)})
 	}
 }
 
@@ -565,6 +594,9 @@ func (r *Recorder) ShutDown(at time.Duration, labels []string) {
 		if len(parts) == 3 && parts[0] == "call" {
 			if id, err := strconv.ParseUint(parts[1], 10, 64); err == nil {
 				if _, seen := r.labels[drivers.CallID(id)]; !seen {
+					if r.labels == nil {
+						r.labels = map[drivers.CallID]string{}
+					}
 					r.labels[drivers.CallID(id)] = l
 				}
 			}

@@ -23,6 +23,9 @@ func (r *Recorder) Put(at time.Duration, id drivers.CallID, row int, key string)
 	defer r.mu.Unlock()
 	seq := r.next()
 	if _, ok := r.puts[callRow{id, row}]; !ok {
+		if r.puts == nil {
+			r.puts = map[callRow]mark{}
+		}
 		r.puts[callRow{id, row}] = mark{seq: seq, at: at}
 	}
 	if !r.opts.NoNotes {
@@ -203,7 +206,9 @@ func (r *Recorder) History() History {
 			h = append(h, op)
 		}
 	}
-	h = append(h, r.extra...)
+	for i := range r.extra {
+		h = append(h, r.extra[i].op())
+	}
 	sort.SliceStable(h, func(i, j int) bool { return h[i].Call < h[j].Call })
 	return h
 }
