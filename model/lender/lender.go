@@ -105,7 +105,8 @@ type Loan struct {
 	marked  *marking        // nil until marked (most loans never are)
 	seen    backend.Outcome // outcome at release (S-RELEASE re-checks it)
 	state   LoanState
-	proven  bool // retained, then access ENDED
+	proven  bool      // retained, then access ENDED
+	inl     [8]slotAt // slots' storage for a loan of up to 8 (most are)
 }
 
 // marking is a fetch's arrived marks (S-MARKS), taken once.
@@ -181,7 +182,7 @@ type Lender struct {
 	free     []slotAt // Lend's scratch: the free slots found
 	unbound  []error  // View's ErrUnbound per region, made on first use
 	loanSlab slab.Of[Loan]
-	slotSlab slab.Of[slotAt]
+	slotSlab slab.Of[slotAt] // the slots of loans larger than Loan.inl
 	rowSlab  slab.Of[drivers.Row]
 	flagSlab slab.Of[bool] // views' masks and loans' marks
 	dataSlab slab.Of[[]byte]

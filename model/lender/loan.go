@@ -29,7 +29,12 @@ func (l *Lender) Lend(n int) (*Loan, error) {
 	}
 	l.nextLoan++
 	ln := l.loanSlab.New()
-	*ln = Loan{l: l, id: l.nextLoan, state: Lent, slots: l.slotSlab.Make(n)}
+	*ln = Loan{l: l, id: l.nextLoan, state: Lent}
+	if n <= len(ln.inl) {
+		ln.slots = ln.inl[:n:n]
+	} else {
+		ln.slots = l.slotSlab.Make(n)
+	}
 	copy(ln.slots, l.free)
 	for _, r := range ln.slots {
 		a := l.arenas[r.region]

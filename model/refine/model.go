@@ -70,7 +70,7 @@ type Model struct {
 	bindingSlab slab.Of[binding]
 	rowSlab     slab.Of[drivers.Row]    // the attempts' masked-in rows, the calls' rows
 	resSlab     slab.Of[drivers.Status] // the calls' results
-	flagSlab    slab.Of[bool]           // the attempts' served and present flags
+	flagSlab    slab.Of[bool]           // the served and present flags of attempts larger than attempt.flags
 
 	found []rules.Violation
 	seen  map[string]bool // rule+attempt already reported
@@ -106,6 +106,7 @@ type attempt struct {
 	declined  int       // publish rows declined, then absent at the second lookup
 	raced     int       // publish rows declined, then present (served)
 	bad       string    // why the view is malformed ("" if it is not)
+	flags     [16]bool  // served's and present's storage for a view of up to 8 rows
 
 	// The small fields last, together: no padding between them.
 	dir         drivers.Direction
@@ -332,9 +333,15 @@ func (m *Model) Admitting(dir drivers.Direction, v drivers.View) {
 		a.expectFail = true
 		return
 	}
-	// One allocation holds served (by view position) and the lookup answers
-	// (by masked-in row): both are small and live as long as the attempt.
-	flags := m.flagSlab.Make(len(v.Rows) + len(active))
+	// One array holds served (by view position) and the lookup answers (by
+	// masked-in row): both are small and live as long as the attempt, so a
+	// small view's live in the attempt itself.
+	flags := a.flags[:]
+	if n := len(v.Rows) + len(active); n <= len(flags) {
+		flags = flags[:n:n]
+	} else {
+		flags = m.flagSlab.Make(n)
+	}
 	a.served, a.present = flags[:len(v.Rows):len(v.Rows)], flags[len(v.Rows):]
 	a.batches = cut(&m.batchSlab, a, active, m.caps.MaxRowsPerOp)
 	if a.noRoom = m.room(len(a.batches)); !a.noRoom.full {
