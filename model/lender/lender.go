@@ -199,7 +199,10 @@ func New(clock sim.Clock, specs ...Spec) (*Lender, error) {
 // for the memory oracle, a touch log); opts.Clock is the lender's clock.
 func NewWithArenas(opts arena.Options, specs ...Spec) (*Lender, error) {
 	clock := opts.Clock
-	l := &Lender{clock: clock, byLabel: map[string]*arena.Arena{}, loans: map[Attempt]*Loan{}, held: true}
+	// The lists start at about what a run of the engine needs (a view has at
+	// most 8 rows), so they do not grow by doubling from nothing.
+	l := &Lender{clock: clock, byLabel: map[string]*arena.Arena{}, loans: map[Attempt]*Loan{}, held: true,
+		arenas: make([]*arena.Arena, 0, len(specs)), all: make([]*Loan, 0, 32), free: make([]slotAt, 0, 8)}
 	for _, s := range specs {
 		switch {
 		case s.Label == "" || l.byLabel[s.Label] != nil:
