@@ -81,11 +81,11 @@ func (sm StoreModel) Model() (porcupine.Model, error) {
 	}
 	switch sm {
 	case DurableStore:
-		m.Init = func() any { return uint64(0) }
+		m.Init = func() any { return &absent }
 		m.Step = durableStep
-		m.Equal = func(a, b any) bool { return a.(uint64) == b.(uint64) }
-		m.Hash = func(s any) uint64 { return fmix(s.(uint64)) }
-		m.DescribeState = func(s any) string { return shortValue(s.(uint64)) }
+		m.Equal = func(a, b any) bool { return *a.(*uint64) == *b.(*uint64) }
+		m.Hash = func(s any) uint64 { return fmix(*s.(*uint64)) }
+		m.DescribeState = func(s any) string { return shortValue(*s.(*uint64)) }
 	case EvictingStore:
 		m.Init = func() any { return emptySet }
 		m.Step = evictingStep
@@ -98,9 +98,14 @@ func (sm StoreModel) Model() (porcupine.Model, error) {
 	return m, nil
 }
 
-// durableStep: the state is the key's value, 0 for absent.
+// absent is the durable state of a key nobody stored.
+var absent uint64
+
+// durableStep: the state is the key's value, 0 for absent. It is a pointer
+// to the value of the input that stored it (inputs are never changed once
+// prepared), so a step boxes no integer.
 func durableStep(state, in, _ any) (bool, any) {
-	v, i := state.(uint64), in.(*input)
+	v, i := *state.(*uint64), in.(*input)
 	switch i.step {
 	case stFetchOK:
 		return v == i.value, state
@@ -110,7 +115,7 @@ func durableStep(state, in, _ any) (bool, any) {
 		return v != 0, state
 	case stStore:
 		if v == 0 {
-			return true, i.value
+			return true, &i.value
 		}
 		return true, state // D-SUB-4: first writer wins
 	case stDecline:
