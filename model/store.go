@@ -154,12 +154,18 @@ func evictingStep(state, in, _ any) (bool, any) {
 // be mutated).
 type valueSet struct {
 	vals []uint64
-	hash uint64 // xor of fmix(v): order-free, so equal sets hash equal
+	hash uint64    // xor of fmix(v): order-free, so equal sets hash equal
+	inl  [2]uint64 // vals' storage for a set of up to 2 (one allocation per set)
 }
 
 var emptySet = &valueSet{}
 
-func singleSet(v uint64) *valueSet { return &valueSet{vals: []uint64{v}, hash: fmix(v)} }
+func singleSet(v uint64) *valueSet {
+	s := &valueSet{hash: fmix(v)}
+	s.inl[0] = v
+	s.vals = s.inl[:1:1]
+	return s
+}
 
 func (s *valueSet) has(v uint64) bool {
 	_, ok := slices.BinarySearch(s.vals, v)
@@ -171,9 +177,13 @@ func (s *valueSet) with(v uint64) *valueSet {
 	if ok {
 		return s
 	}
-	vals := make([]uint64, 0, len(s.vals)+1)
-	vals = append(append(append(vals, s.vals[:i]...), v), s.vals[i:]...)
-	return &valueSet{vals: vals, hash: s.hash ^ fmix(v)}
+	out := &valueSet{hash: s.hash ^ fmix(v)}
+	vals := out.inl[:0]
+	if len(s.vals)+1 > len(out.inl) {
+		vals = make([]uint64, 0, len(s.vals)+1)
+	}
+	out.vals = append(append(append(vals, s.vals[:i]...), v), s.vals[i:]...)
+	return out
 }
 
 func (s *valueSet) equal(o *valueSet) bool {
