@@ -252,12 +252,12 @@ var accessTexts = [...]string{
 func NewRecorder(opts RecorderOptions) *Recorder {
 	// early, starting, labels and puts are made on first use: many runs
 	// never need some of them.
-	// The lists start at about what a run of the engine needs, so they do
-	// not grow by doubling from nothing.
+	// The lists and maps start at about what a run of the engine needs:
+	// they do not grow from nothing.
 	r := &Recorder{
 		opts: opts, peek: opts.Peek,
 		regions: map[drivers.Handle]int32{},
-		calls:   map[drivers.CallID]*callRec{},
+		calls:   make(map[drivers.CallID]*callRec, 64),
 		regList: make([]drivers.Region, 0, 4),
 		order:   make([]*callRec, 0, 32),
 		extra:   make([]extraOp, 0, 32),

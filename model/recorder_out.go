@@ -24,7 +24,7 @@ func (r *Recorder) Put(at time.Duration, id drivers.CallID, row int, key string)
 	seq := r.next()
 	if _, ok := r.puts[callRow{id, row}]; !ok {
 		if r.puts == nil {
-			r.puts = map[callRow]mark{}
+			r.puts = make(map[callRow]mark, 32)
 		}
 		r.puts[callRow{id, row}] = mark{seq: seq, at: at}
 	}
@@ -78,7 +78,7 @@ func (r *Recorder) OnTouch(t arena.Touch) {
 		return
 	}
 	if r.touchSeen == nil {
-		r.touchSeen, r.lateSeen = map[touchKey]bool{}, map[drivers.Toucher]bool{}
+		r.touchSeen, r.lateSeen = make(map[touchKey]bool, 64), map[drivers.Toucher]bool{}
 	}
 	r.touchSeen[k] = true
 	if r.endedLocked(t.By.Call) != 0 {

@@ -199,9 +199,9 @@ func New(clock sim.Clock, specs ...Spec) (*Lender, error) {
 // for the memory oracle, a touch log); opts.Clock is the lender's clock.
 func NewWithArenas(opts arena.Options, specs ...Spec) (*Lender, error) {
 	clock := opts.Clock
-	// The lists start at about what a run of the engine needs (a view has at
-	// most 8 rows), so they do not grow by doubling from nothing.
-	l := &Lender{clock: clock, byLabel: map[string]*arena.Arena{}, loans: map[Attempt]*Loan{}, held: true,
+	// The lists and the loans map start at about what a run of the engine
+	// needs (a view has at most 8 rows): they do not grow from nothing.
+	l := &Lender{clock: clock, byLabel: map[string]*arena.Arena{}, loans: make(map[Attempt]*Loan, 32), held: true,
 		arenas: make([]*arena.Arena, 0, len(specs)), all: make([]*Loan, 0, 32), free: make([]slotAt, 0, 8)}
 	for _, s := range specs {
 		switch {

@@ -160,9 +160,9 @@ var errPanicked = errors.New("Submit panicked")
 // New returns the model of one endpoint. SetBackend must follow once the
 // backend exists (its effective configuration and Stats).
 func New(cfg Config) *Model {
-	// The lists start at about what a run of the engine needs, so they do
-	// not grow by doubling from nothing.
-	return &Model{cfg: cfg, byView: map[AttemptView]*attempt{}, seen: map[string]bool{},
+	// The lists and maps start at about what a run of the engine needs:
+	// they do not grow from nothing.
+	return &Model{cfg: cfg, byView: make(map[AttemptView]*attempt, 32), seen: map[string]bool{},
 		attempts: make([]*attempt, 0, 16), calls: make([]*call, 0, 16), queue: make([]*batch, 0, 8)}
 }
 
