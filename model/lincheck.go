@@ -190,9 +190,10 @@ func (w *witness) from(st any, left uint64) bool {
 
 // prepare turns h into porcupine operations grouped by key (sorted), in call
 // order within a key, each on a visualization lane free at its call. It
-// drops what cannot change the verdict (see Check).
+// drops what cannot change the verdict (see Check). The operations point
+// into copies of the kept ops only (h stays the caller's).
 func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
-	ops := append(History(nil), h...) // porcupine keeps pointers into it
+	ops := h // read only: what porcupine keeps is copied below
 
 	// Keys by rank: the per-key facts below live in slices, and the sort
 	// moves small pointer-free records (moving strings and pointers was half
@@ -254,14 +255,13 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 	type prepared struct {
 		key, index int32
 		call, ret  int64
+		step       step
 	}
 	list := make([]prepared, 0, len(ops))
-	inputs := make([]input, len(ops))
 	dropped := 0
 	for i := range ops {
 		op, f := &ops[i], &facts[ranks[i]]
-		in := &inputs[i]
-		in.op, in.value = op, op.Value
+		var st step
 		ret := op.Return
 		switch {
 		case sm == DurableStore && f.firstOK != 0 && op.Call > f.firstOK &&
@@ -274,20 +274,20 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 			dropped++
 			continue
 		case op.Kind == KindFetch && op.Status == drivers.OK:
-			in.step = stFetchOK
+			st = stFetchOK
 		case op.Kind == KindFetch && op.Status == drivers.Miss:
-			in.step = stFetchMiss
+			st = stFetchMiss
 		case op.Kind == KindLookup && op.Status == drivers.OK:
-			in.step = stFound
+			st = stFound
 		case op.Kind == KindLookup && op.Status == drivers.Miss:
-			in.step = stAbsent
+			st = stAbsent
 		case op.Kind == KindPublish && op.Status == drivers.OK:
-			in.step = stStore
+			st = stStore
 		case op.Kind == KindPublish && op.Effect == TookEffect && op.EffectSeq > 0 && op.Status != drivers.Miss:
-			in.step, ret = stStore, max(op.EffectSeq, op.Call)
+			st, ret = stStore, max(op.EffectSeq, op.Call)
 		case op.Kind == KindPublish && !op.Settled() && op.Effect != NoEffect &&
 			(observed[obs{ranks[i], op.Value}] || f.found):
-			in.step, ret = stStore, Never
+			st, ret = stStore, Never
 		default:
 			// A fetch or lookup without OK/MISS constrains nothing; a
 			// declined publish (MISS) is legal in every state and changes
@@ -300,7 +300,7 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 		if ret == Never {
 			ret = end
 		}
-		list = append(list, prepared{key: ranks[i], index: int32(i), call: op.Call, ret: ret})
+		list = append(list, prepared{key: ranks[i], index: int32(i), call: op.Call, ret: ret, step: st})
 	}
 	// Group by key with a counting sort that keeps input order; a recorded
 	// history is already in call order, so a key's run rarely needs sorting.
@@ -327,6 +327,13 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 		}
 	}
 	out := make([]porcupine.Operation, len(list))
+	// porcupine keeps pointers to the inputs and (as metadata) the ops: one
+	// allocation holds both, for the kept operations only.
+	type kept struct {
+		in input
+		op Op
+	}
+	keep := make([]kept, len(list))
 	var lanes []int64 // per lane: the return of its last operation
 	for i, p := range list {
 		if i == 0 || p.key != list[i-1].key {
@@ -344,8 +351,10 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 			lanes = append(lanes, 0)
 		}
 		lanes[lane] = p.ret
-		in := &inputs[p.index]
-		out[i] = porcupine.Operation{ClientId: lane, Input: in, Call: p.call, Return: p.ret, Metadata: in.op}
+		k := &keep[i]
+		k.op = ops[p.index]
+		k.in = input{step: p.step, value: k.op.Value, op: &k.op}
+		out[i] = porcupine.Operation{ClientId: lane, Input: &k.in, Call: p.call, Return: p.ret, Metadata: &k.op}
 	}
 	return out, dropped
 }
