@@ -5,8 +5,9 @@ package model
 // (calls, notes, the history). Moved out of recorder.go, unchanged.
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"time"
 
@@ -209,6 +210,11 @@ func (r *Recorder) History() History {
 	for i := range r.extra {
 		h = append(h, r.extra[i].op())
 	}
-	sort.SliceStable(h, func(i, j int) bool { return h[i].Call < h[j].Call })
+	// A stable sort by call; a history already in call order (the usual
+	// case) is left as it is, which is what the sort would leave.
+	byCall := func(a, b Op) int { return cmp.Compare(a.Call, b.Call) }
+	if !slices.IsSortedFunc(h, byCall) {
+		slices.SortStableFunc(h, byCall)
+	}
 	return h
 }
