@@ -47,6 +47,7 @@ type Model struct {
 	regFailed bool
 
 	attempts  []*attempt // admitted, in admission order
+	live      []*attempt // ... those a step may still judge: not done, or done and its last report not judged
 	byView    map[AttemptView]*attempt
 	admitting *attempt
 	queue     []*batch // dispatch order (B-CUT: admission order)
@@ -163,7 +164,7 @@ func New(cfg Config) *Model {
 	// The lists and maps start at about what a run of the engine needs:
 	// they do not grow from nothing.
 	return &Model{cfg: cfg, byView: make(map[AttemptView]*attempt, 32), seen: map[string]bool{},
-		attempts: make([]*attempt, 0, 16), calls: make([]*call, 0, 16), queue: make([]*batch, 0, 8)}
+		attempts: make([]*attempt, 0, 16), live: make([]*attempt, 0, 16), calls: make([]*call, 0, 16), queue: make([]*batch, 0, 8)}
 }
 
 // SetBackend gives the model the backend's effective configuration, the
@@ -399,6 +400,7 @@ func (m *Model) Admitted(av AttemptView, err error) {
 	a.view = av
 	m.byView[av] = a
 	m.attempts = append(m.attempts, a)
+	m.live = append(m.live, a)
 	o := av.Outcome()
 	switch {
 	case a.expectFail:
