@@ -273,7 +273,8 @@ func (m *Model) readResults(c *call, res []drivers.Status) {
 			final = false
 		} else if c.res[i] == drivers.Fault || c.res[i] == drivers.NotAttempted {
 			if a.maybeFail == nil {
-				a.maybeFail = rowCause{c, i}
+				c.maybeRow = rowCause{c, i}
+				a.maybeFail = &c.maybeRow
 			}
 		}
 	}
@@ -302,7 +303,8 @@ func (m *Model) readResults(c *call, res []drivers.Status) {
 		}
 	}
 	if bad >= 0 {
-		a.failCause = rowCause{c, bad}
+		c.failRow = rowCause{c, bad}
+		a.failCause = &c.failRow
 	}
 	c.b.phase = complete
 	if len(declined) > 0 && a.failCause == nil && wasPending {

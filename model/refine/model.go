@@ -154,6 +154,9 @@ type call struct {
 	folded      bool             // the backend read every result final
 	cancels     int
 	recheckRows []drivers.Row // declined rows to look up again
+	// The row causes this call gave its attempt (each is set at most once:
+	// a pointer to them is a cause that needs no allocation of its own).
+	maybeRow, failRow rowCause
 }
 
 var errPanicked = errors.New("Submit panicked")
