@@ -197,18 +197,17 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 
 	// Keys by rank: the per-key facts below live in slices, and the sort
 	// moves small pointer-free records (moving strings and pointers was half
-	// the check time).
-	rank := map[string]int32{}
-	for _, op := range ops {
-		rank[op.Key] = 0
-	}
-	keys := make([]string, 0, len(rank))
-	for k := range rank {
-		keys = append(keys, k)
+	// the check time). The distinct keys, sorted, are found by sorting them
+	// all (one allocation, no map); a key's rank is its index there.
+	keys := make([]string, len(ops))
+	for i := range ops {
+		keys[i] = ops[i].Key
 	}
 	slices.Sort(keys)
-	for i, k := range keys {
-		rank[k] = int32(i)
+	keys = slices.Compact(keys)
+	rank := func(k string) int32 {
+		i, _ := slices.BinarySearch(keys, k)
+		return int32(i)
 	}
 	type keyFacts struct {
 		found   bool   // some lookup found the key present
@@ -225,7 +224,7 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 	}
 	ambiguous := map[uint64]bool{}
 	for i, op := range ops {
-		ranks[i] = rank[op.Key]
+		ranks[i] = rank(op.Key)
 		if op.Kind == KindPublish && !op.Settled() && op.Effect != NoEffect {
 			ambiguous[op.Value] = true
 		}

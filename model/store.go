@@ -202,7 +202,16 @@ func (s *valueSet) String() string {
 }
 
 func partitionByKey(history []porcupine.Operation) [][]porcupine.Operation {
+	n := 0
+	for i := range history {
+		if i == 0 || opOf(history[i]).Key != opOf(history[i-1]).Key {
+			n++
+		}
+	}
 	var parts [][]porcupine.Operation
+	if n > 0 {
+		parts = make([][]porcupine.Operation, 0, n) // one allocation
+	}
 	start := 0
 	for i := 1; i <= len(history); i++ {
 		if i == len(history) || opOf(history[i]).Key != opOf(history[start]).Key {
