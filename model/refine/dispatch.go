@@ -129,7 +129,12 @@ func (m *Model) lookedUp(keys []string, present []bool, err error) {
 	b.phase = waiting
 	if err != nil {
 		b.phase = dropped
-		b.a.failCause = textCause(fmt.Sprintf("the lookup of %q failed: %v", keys, err)) // keys are the backend's: formatted now
+		if keysAre(keys, b.rows) {
+			b.lookupErr = err // formatted from the batch's own rows, if ever
+			b.a.failCause = (*lookupCause)(b)
+		} else {
+			b.a.failCause = textCause(fmt.Sprintf("the lookup of %q failed: %v", keys, err)) // keys are the backend's: formatted now
+		}
 		return
 	}
 	b.present = presentOf(b)
@@ -381,6 +386,14 @@ type rowCause struct {
 
 func (r rowCause) String() string {
 	return fmt.Sprintf("call %d row %d (key %q) is %v", r.c.id, r.row, r.c.rows[r.row].Key, r.c.res[r.row])
+}
+
+// lookupCause is a batch's failed lookup of exactly its keys (the batch's
+// lookup fails at most once: it is dropped then).
+type lookupCause batch
+
+func (c *lookupCause) String() string {
+	return fmt.Sprintf("the lookup of %q failed: %v", keysOf(c.rows), c.lookupErr)
 }
 
 // countCause is a Results read of the wrong length.

@@ -141,6 +141,8 @@ type batch struct {
 	phase   phase
 	present []bool // the lookup's answer, when one was asked
 	call    *call
+	// lookupErr is why the batch's lookup failed (see lookupCause).
+	lookupErr error
 }
 
 type call struct {
