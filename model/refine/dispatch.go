@@ -242,6 +242,24 @@ func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.
 	return c
 }
 
+// keep returns rows as the model keeps them: the rows of the batch waiting
+// next (or looked up) when they are equal, as they are in a Submit that
+// follows B-CUT; else a copy. A batch's rows are the model's own and never
+// change, so a call may share them.
+func (m *Model) keep(rows []drivers.Row) []drivers.Row {
+	if b := m.pending; b != nil && slices.Equal(b.rows, rows) {
+		return b.rows
+	}
+	for _, b := range m.queue[:min(len(m.queue), 2)] {
+		if slices.Equal(b.rows, rows) {
+			return b.rows
+		}
+	}
+	out := m.rowSlab.Make(len(rows))
+	copy(out, rows)
+	return out
+}
+
 func nothingEscaped(err error) bool {
 	return errors.Is(err, drivers.ErrInvalidSubmission) || errors.Is(err, drivers.ErrClosed) || errors.Is(err, drivers.ErrRejected)
 }
