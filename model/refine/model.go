@@ -74,7 +74,7 @@ type Model struct {
 	flagSlab    slab.Of[bool]           // the served and present flags of attempts larger than attempt.flags
 
 	found []rules.Violation
-	seen  map[string]bool // rule+attempt already reported
+	seen  map[string]bool // rule+attempt already reported (nil until the first)
 }
 
 type binding struct {
@@ -168,7 +168,7 @@ var errPanicked = errors.New("Submit panicked")
 func New(cfg Config) *Model {
 	// The lists and maps start at about what a run of the engine needs:
 	// they do not grow from nothing.
-	return &Model{cfg: cfg, byView: make(map[AttemptView]*attempt, 32), seen: map[string]bool{},
+	return &Model{cfg: cfg, byView: make(map[AttemptView]*attempt, 32),
 		attempts: make([]*attempt, 0, 16), live: make([]*attempt, 0, 16), calls: make([]*call, 0, 16), queue: make([]*batch, 0, 8)}
 }
 
@@ -229,6 +229,9 @@ func (m *Model) fail(rule rules.ID, a *attempt, call drivers.CallID, what, detai
 	key := fmt.Sprintf("%v/%p/%s", rule, a, what)
 	if m.seen[key] {
 		return
+	}
+	if m.seen == nil {
+		m.seen = map[string]bool{} // made at the first finding: a passing run has none
 	}
 	m.seen[key] = true
 	if a != nil && a.view != nil {
