@@ -3,6 +3,8 @@ package model
 import (
 	"cmp"
 	"fmt"
+	"math"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -89,22 +91,15 @@ func Check(h History, sm StoreModel, timeout time.Duration) CheckResult {
 	res.Checked = len(res.ops)
 	parts := partitionByKey(res.ops)
 	res.Keys = len(parts)
-	// Call order respects real time (an operation that returned before
-	// another was called was also called first), and so does any order
-	// that places every operation between its call and its return
-	// (returnOrder), so when the model accepts a key's operations in such
-	// an order, it is a linearization and the key is linearizable: what
-	// porcupine would answer, found without its goroutines and search
-	// state. Only the keys both witnesses miss go to porcupine, and an
-	// illegal verdict is porcupine's, on the whole history.
+	// When sequentialOK finds an order of a key's operations that the model
+	// accepts and that respects real time, that order is a linearization and
+	// the key is linearizable: what porcupine would answer, found without its
+	// goroutines and search state. Only the keys it finds no order for go to
+	// porcupine, and an illegal verdict is porcupine's, on the whole history.
 	var rest []porcupine.Operation
-	var byReturn returnOrder
 	if !porcupineOnly {
 		for _, p := range parts {
-			if sequentialOK(m, p) {
-				continue
-			}
-			if !byReturn.ok(m, p) {
+			if !sequentialOK(m, p) {
 				rest = append(rest, p...)
 			}
 		}
@@ -126,151 +121,92 @@ func Check(h History, sm StoreModel, timeout time.Duration) CheckResult {
 	return res
 }
 
-// maxFoldOverlapping is the longest key history with overlapping operations
-// that sequentialOK still folds.
-const maxFoldOverlapping = 32
+// maxSearchSteps bounds the model steps sequentialOK tries on one key: past
+// it, porcupine decides (a cost choice only — either way the verdict is
+// the same).
+const maxSearchSteps = 512
 
 // porcupineOnly sends every key to porcupine (TestSequentialMatchesPorcupine
 // compares the two ways).
 var porcupineOnly = false
 
-// sequentialOK: the model accepts part's operations (one key, sorted by
-// call) in call order, each placed at its call — a witness linearization
-// (an operation that never returns may take effect at any point after its
-// call). A part not sorted by call, or with a return before its call, is
-// left to porcupine; so is a long part whose operations overlap (the fold
-// would likely fail late, after costing as much as porcupine: a cost
-// choice only — either way the verdict is the same).
+// sequentialOK reports whether part's operations (one key, sorted by call)
+// have a linearization it can show: an order the model accepts in which no
+// operation comes after one called after it returned (porcupine orders a
+// call before a return at the same position, so operations that touch
+// overlap). Only a witness counts — porcupine, which searches every order,
+// would find it too — so false means "not shown", and porcupine decides.
+// The first order tried is call order, which a history without overlaps
+// always takes. A part with a return before its call, not sorted by call or
+// longer than 64 operations is left to porcupine, as is a search that needs
+// more than maxSearchSteps model steps.
 func sequentialOK(m porcupine.Model, part []porcupine.Operation) bool {
-	overlap := false
+	if len(part) > 64 {
+		return false
+	}
 	for i := range part {
 		if part[i].Call > part[i].Return || i > 0 && part[i-1].Call > part[i].Call {
 			return false
 		}
-		overlap = overlap || i > 0 && part[i-1].Return >= part[i].Call
 	}
-	if overlap && len(part) > maxFoldOverlapping {
-		return false
-	}
-	return folds(m, part)
+	s := witness{m: m, part: part, budget: maxSearchSteps}
+	return s.from(m.Init(), ^uint64(0)>>(64-len(part)))
 }
 
-// returnOrder finds the other witness linearization: it walks part's calls
-// and returns in time order (a call before a return at the same instant:
-// such operations are concurrent, as porcupine takes them) and places each
-// operation at its return — an operation that never returns after every
-// one that did — unless the model refuses it there; then it first places
-// one operation that was called and has not returned (the earliest called
-// that makes the refused one legal), as a publish that took effect while
-// lookups still found its key absent. Every operation is placed between
-// its call and its return, so the order respects real time; it reports
-// whether such an order was found (false leaves the key to porcupine).
-type returnOrder struct {
-	ends    []end
-	placed  []bool
-	pending []int
+// witness is sequentialOK's depth-first search over the orders of part.
+type witness struct {
+	m      porcupine.Model
+	part   []porcupine.Operation
+	budget int // model steps left
 }
 
-type end struct {
-	at  int64
-	ret bool // a return; else a call
-	op  int
-	_   struct{}
-}
-
-func (w *returnOrder) ok(m porcupine.Model, part []porcupine.Operation) bool {
-	if len(part) > maxFoldOverlapping {
-		return false // the call-order fold found overlap (see sequentialOK)
+// from reports whether the operations in left (a bit per index of part)
+// can follow state st.
+func (w *witness) from(st any, left uint64) bool {
+	if left == 0 {
+		return true
 	}
-	w.ends, w.pending = w.ends[:0], w.pending[:0]
-	w.placed = slices.Grow(w.placed[:0], len(part))[:len(part)]
-	clear(w.placed)
-	for i, op := range part {
-		if op.Call > op.Return {
-			return false // real time is respected only when every call precedes its return
-		}
-		w.ends = append(w.ends, end{at: op.Call, op: i}, end{at: op.Return, ret: true, op: i})
+	// An operation may go next unless another one left returned before it
+	// was called: its call is at most the earliest return left. part is
+	// sorted by call, so the candidates are a prefix of left.
+	first := int64(math.MaxInt64)
+	for l := left; l != 0; l &= l - 1 {
+		first = min(first, w.part[bits.TrailingZeros64(l)].Return)
 	}
-	slices.SortFunc(w.ends, func(a, b end) int {
-		if c := cmp.Compare(a.at, b.at); c != 0 {
-			return c
-		}
-		if a.ret != b.ret {
-			if a.ret {
-				return 1
-			}
-			return -1
-		}
-		return cmp.Compare(a.op, b.op)
-	})
-	st := m.Init()
-	for _, e := range w.ends {
-		if !e.ret {
-			w.pending = append(w.pending, e.op)
-			continue
-		}
-		if w.placed[e.op] {
-			continue
-		}
-		op := part[e.op]
-		if ok, next := m.Step(st, op.Input, op.Output); ok {
-			st, w.placed[e.op] = next, true
-			continue
-		}
-		found := false
-		for _, p := range w.pending {
-			if p == e.op || w.placed[p] {
-				continue
-			}
-			ok, mid := m.Step(st, part[p].Input, part[p].Output)
-			if !ok {
-				continue
-			}
-			if ok, next := m.Step(mid, op.Input, op.Output); ok {
-				st, w.placed[p], w.placed[e.op], found = next, true, true, true
-				break
-			}
-		}
-		if !found {
+	for l := left; l != 0; l &= l - 1 {
+		i := bits.TrailingZeros64(l)
+		op := &w.part[i]
+		if op.Call > first || w.budget == 0 {
 			return false
 		}
-	}
-	return true
-}
-
-// folds: the model accepts ops in the order given.
-func folds(m porcupine.Model, ops []porcupine.Operation) bool {
-	st := m.Init()
-	for _, op := range ops {
-		ok, next := m.Step(st, op.Input, op.Output)
-		if !ok {
-			return false
+		w.budget--
+		if ok, next := w.m.Step(st, op.Input, op.Output); ok && w.from(next, left&^(1<<i)) {
+			return true
 		}
-		st = next
 	}
-	return true
+	return false
 }
 
 // prepare turns h into porcupine operations grouped by key (sorted), in call
 // order within a key, each on a visualization lane free at its call. It
-// drops what cannot change the verdict (see Check).
+// drops what cannot change the verdict (see Check). The operations point
+// into copies of the kept ops only (h stays the caller's).
 func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
-	ops := append(History(nil), h...) // porcupine keeps pointers into it
+	ops := h // read only: what porcupine keeps is copied below
 
 	// Keys by rank: the per-key facts below live in slices, and the sort
 	// moves small pointer-free records (moving strings and pointers was half
-	// the check time).
-	rank := map[string]int32{}
-	for _, op := range ops {
-		rank[op.Key] = 0
-	}
-	keys := make([]string, 0, len(rank))
-	for k := range rank {
-		keys = append(keys, k)
+	// the check time). The distinct keys, sorted, are found by sorting them
+	// all (one allocation, no map); a key's rank is its index there.
+	keys := make([]string, len(ops))
+	for i := range ops {
+		keys[i] = ops[i].Key
 	}
 	slices.Sort(keys)
-	for i, k := range keys {
-		rank[k] = int32(i)
+	keys = slices.Compact(keys)
+	rank := func(k string) int32 {
+		i, _ := slices.BinarySearch(keys, k)
+		return int32(i)
 	}
 	type keyFacts struct {
 		found   bool   // some lookup found the key present
@@ -287,7 +223,7 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 	}
 	ambiguous := map[uint64]bool{}
 	for i, op := range ops {
-		ranks[i] = rank[op.Key]
+		ranks[i] = rank(op.Key)
 		if op.Kind == KindPublish && !op.Settled() && op.Effect != NoEffect {
 			ambiguous[op.Value] = true
 		}
@@ -317,14 +253,13 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 	type prepared struct {
 		key, index int32
 		call, ret  int64
+		step       step
 	}
 	list := make([]prepared, 0, len(ops))
-	inputs := make([]input, len(ops))
 	dropped := 0
 	for i := range ops {
 		op, f := &ops[i], &facts[ranks[i]]
-		in := &inputs[i]
-		in.op, in.value = op, op.Value
+		var st step
 		ret := op.Return
 		switch {
 		case sm == DurableStore && f.firstOK != 0 && op.Call > f.firstOK &&
@@ -337,20 +272,20 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 			dropped++
 			continue
 		case op.Kind == KindFetch && op.Status == drivers.OK:
-			in.step = stFetchOK
+			st = stFetchOK
 		case op.Kind == KindFetch && op.Status == drivers.Miss:
-			in.step = stFetchMiss
+			st = stFetchMiss
 		case op.Kind == KindLookup && op.Status == drivers.OK:
-			in.step = stFound
+			st = stFound
 		case op.Kind == KindLookup && op.Status == drivers.Miss:
-			in.step = stAbsent
+			st = stAbsent
 		case op.Kind == KindPublish && op.Status == drivers.OK:
-			in.step = stStore
+			st = stStore
 		case op.Kind == KindPublish && op.Effect == TookEffect && op.EffectSeq > 0 && op.Status != drivers.Miss:
-			in.step, ret = stStore, max(op.EffectSeq, op.Call)
+			st, ret = stStore, max(op.EffectSeq, op.Call)
 		case op.Kind == KindPublish && !op.Settled() && op.Effect != NoEffect &&
 			(observed[obs{ranks[i], op.Value}] || f.found):
-			in.step, ret = stStore, Never
+			st, ret = stStore, Never
 		default:
 			// A fetch or lookup without OK/MISS constrains nothing; a
 			// declined publish (MISS) is legal in every state and changes
@@ -363,7 +298,7 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 		if ret == Never {
 			ret = end
 		}
-		list = append(list, prepared{key: ranks[i], index: int32(i), call: op.Call, ret: ret})
+		list = append(list, prepared{key: ranks[i], index: int32(i), call: op.Call, ret: ret, step: st})
 	}
 	// Group by key with a counting sort that keeps input order; a recorded
 	// history is already in call order, so a key's run rarely needs sorting.
@@ -390,6 +325,13 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 		}
 	}
 	out := make([]porcupine.Operation, len(list))
+	// porcupine keeps pointers to the inputs and (as metadata) the ops: one
+	// allocation holds both, for the kept operations only.
+	type kept struct {
+		in input
+		op Op
+	}
+	keep := make([]kept, len(list))
 	var lanes []int64 // per lane: the return of its last operation
 	for i, p := range list {
 		if i == 0 || p.key != list[i-1].key {
@@ -407,8 +349,10 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 			lanes = append(lanes, 0)
 		}
 		lanes[lane] = p.ret
-		in := &inputs[p.index]
-		out[i] = porcupine.Operation{ClientId: lane, Input: in, Call: p.call, Return: p.ret, Metadata: in.op}
+		k := &keep[i]
+		k.op = ops[p.index]
+		k.in = input{step: p.step, value: k.op.Value, op: &k.op}
+		out[i] = porcupine.Operation{ClientId: lane, Input: &k.in, Call: p.call, Return: p.ret, Metadata: &k.op}
 	}
 	return out, dropped
 }

@@ -16,32 +16,49 @@ import (
 // from the boundary. One Liveness violation per pending call, at time at.
 func CheckLiveness(calls []CallInfo, at time.Duration, seed uint64) []rules.Violation {
 	var out []rules.Violation
-	for _, c := range calls {
-		if c.Labelled != "" {
-			continue
+	for i := range calls {
+		if v, hung := hang(&calls[i], calls[i].Labelled, at, seed); hung {
+			out = append(out, v)
 		}
-		var pending []int
-		for i, r := range c.Rows {
-			if !r.Status.Final() {
-				pending = append(pending, i)
-			}
-		}
-		if len(pending) == 0 && c.Access.Evidenced() {
-			continue
-		}
-		v := rules.Violation{Rule: rules.DSub3, Class: rules.Liveness, Call: uint64(c.ID), Row: -1, At: at, Seed: seed}
-		if len(pending) > 0 {
-			v.Row, v.Key = pending[0], c.Rows[pending[0]].Key
-		}
-		v.Detail = fmt.Sprintf("hang: %v call %d (%d rows) still pending at quiescence: rows %v without a final result, access %v; no shutdown label names it",
-			c.Dir, c.ID, len(c.Rows), pending, c.Access)
-		out = append(out, v)
 	}
 	rules.Sort(out)
 	return out
 }
 
-// LivenessViolations runs CheckLiveness over the recorded calls.
+// hang is CheckLiveness's verdict on one call, named by label labelled.
+func hang(c *CallInfo, labelled string, at time.Duration, seed uint64) (rules.Violation, bool) {
+	if labelled != "" {
+		return rules.Violation{}, false
+	}
+	var pending []int
+	for i, r := range c.Rows {
+		if !r.Status.Final() {
+			pending = append(pending, i)
+		}
+	}
+	if len(pending) == 0 && c.Access.Evidenced() {
+		return rules.Violation{}, false
+	}
+	v := rules.Violation{Rule: rules.DSub3, Class: rules.Liveness, Call: uint64(c.ID), Row: -1, At: at, Seed: seed}
+	if len(pending) > 0 {
+		v.Row, v.Key = pending[0], c.Rows[pending[0]].Key
+	}
+	v.Detail = fmt.Sprintf("hang: %v call %d (%d rows) still pending at quiescence: rows %v without a final result, access %v; no shutdown label names it",
+		c.Dir, c.ID, len(c.Rows), pending, c.Access)
+	return v, true
+}
+
+// LivenessViolations runs CheckLiveness over the recorded calls, reading
+// them in place (no copy of every call's rows).
 func (r *Recorder) LivenessViolations(at time.Duration) []rules.Violation {
-	return CheckLiveness(r.Calls(), at, r.opts.Seed)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []rules.Violation
+	for _, c := range r.order {
+		if v, hung := hang(&c.CallInfo, r.labels[c.ID], at, r.opts.Seed); hung {
+			out = append(out, v)
+		}
+	}
+	rules.Sort(out)
+	return out
 }

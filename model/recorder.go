@@ -11,6 +11,7 @@ import (
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/sim/arena"
+	"github.com/storesim/storesim/sim/slab"
 )
 
 // Note tags: one annotation row each in the visualization.
@@ -131,14 +132,15 @@ type Recorder struct {
 
 	mu       sync.Mutex
 	seq      int64
-	regions  map[drivers.Handle]drivers.Region
+	regions  map[drivers.Handle]int32 // the handle's region, by index in regList
+	regList  []drivers.Region         // every region registered, in order
 	calls    map[drivers.CallID]*callRec
 	order    []*callRec
 	early    map[drivers.CallID][]earlyEvent
 	starting map[*drivers.Row]mark
 	labels   map[drivers.CallID]string
 	puts     map[callRow]mark // the first put the store ran of a publish row: when, in sequence and time
-	extra    []Op             // escaped publishes and lookups
+	extra    []extraOp        // escaped publishes and lookups
 	escaped  int              // submits that failed with an error after which rows may have escaped
 	unread   int              // publish slots that could not be read
 	notes    []Note
@@ -151,6 +153,12 @@ type Recorder struct {
 	firstDropped arena.Touch
 	lastTouch    arena.Touch // the latest touch seen, kept or not
 	ntouch       int64       // touches seen, kept or not
+
+	// Every call's record and rows, carved from chunks: they live as long
+	// as the recorder.
+	callSlab   slab.Of[callRec]
+	rowSlab    slab.Of[RowInfo]
+	regionSlab slab.Of[int32]
 }
 
 // The bounds of what a recorder keeps, whatever the driver does. Normal
@@ -175,22 +183,15 @@ type touchKey struct {
 	slot   int
 }
 
-// callRec is a call's facts plus the regions its rows were on at submit.
+// callRec is a call's facts plus, for a fetch, the regions its rows were
+// on at submit (a FETCH OK's slot is read there), by index in the
+// recorder's regList (noRegion: the handle was not registered).
 type callRec struct {
 	CallInfo
-	regs []rowRegion
-	// inline storage for a small call's Rows and regs: one allocation per
-	// call instead of three.
-	inl struct {
-		rows [4]RowInfo
-		regs [4]rowRegion
-	}
+	regs []int32
 }
 
-type rowRegion struct {
-	reg   drivers.Region
-	known bool
-}
+const noRegion = -1
 
 type callRow struct {
 	call drivers.CallID
@@ -214,6 +215,27 @@ type earlyEvent struct {
 	isAcc bool
 }
 
+// extraOp is an operation that is not a row of a known call, kept small
+// (a lookup per key found adds up): an escaped publish, which never
+// returns, or a lookup, which returns at its call.
+type extraOp struct {
+	key    string
+	value  uint64
+	seq    int64 // the call (and a lookup's return)
+	at     time.Duration
+	row    int32
+	kind   Kind
+	status drivers.Status
+}
+
+func (e *extraOp) op() Op {
+	op := Op{Kind: e.kind, Key: e.key, Status: e.status, Value: e.value, Call: e.seq, Return: Never, Row: int(e.row), CallAt: e.at}
+	if e.kind == KindLookup {
+		op.Return, op.ReturnAt = e.seq, e.at
+	}
+	return op
+}
+
 type stampedTouch struct {
 	arena.Touch
 	seq    int64
@@ -228,14 +250,18 @@ var accessTexts = [...]string{
 
 // NewRecorder returns an empty recorder.
 func NewRecorder(opts RecorderOptions) *Recorder {
+	// early, starting, labels and puts are made on first use: many runs
+	// never need some of them.
+	// The lists and maps start at about what a run of the engine needs:
+	// they do not grow from nothing.
 	r := &Recorder{
 		opts: opts, peek: opts.Peek,
-		regions:  map[drivers.Handle]drivers.Region{},
-		calls:    map[drivers.CallID]*callRec{},
-		early:    map[drivers.CallID][]earlyEvent{},
-		starting: map[*drivers.Row]mark{},
-		labels:   map[drivers.CallID]string{},
-		puts:     map[callRow]mark{},
+		regions: map[drivers.Handle]int32{},
+		calls:   make(map[drivers.CallID]*callRec, 64),
+		regList: make([]drivers.Region, 0, 4),
+		order:   make([]*callRec, 0, 32),
+		extra:   make([]extraOp, 0, 32),
+		touches: make([]stampedTouch, 0, 32),
 	}
 	if r.peek == nil {
 		r.peek = PeekRegion
@@ -306,7 +332,8 @@ func (r *Recorder) addNote(n Note) {
 func (r *Recorder) Registered(at time.Duration, h drivers.Handle, reg drivers.Region) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.regions[h] = reg
+	r.regions[h] = int32(len(r.regList))
+	r.regList = append(r.regList, reg)
 	r.notef(at, TagRegion, 0, "", func() string { return fmt.Sprintf("registered %s as handle %d", reg.Label, h) })
 }
 
@@ -329,6 +356,9 @@ func (r *Recorder) SubmitStarting(at time.Duration, b drivers.RowBatch) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.starting == nil {
+		r.starting = map[*drivers.Row]mark{}
+	}
 	r.starting[&b.Rows[0]] = mark{seq: r.next(), at: at}
 }
 
@@ -352,21 +382,25 @@ func (r *Recorder) Submitted(at time.Duration, id drivers.CallID, b drivers.RowB
 		r.note(at, TagSubmit, id, "", "Submitted again for a known call id; ignored")
 		return
 	}
-	c := &callRec{CallInfo: CallInfo{ID: id, Dir: b.Dir, CallSeq: start.seq, CalledAt: start.at}}
-	if n := len(b.Rows); n <= len(c.inl.rows) {
-		c.Rows, c.regs = c.inl.rows[:n:n], c.inl.regs[:n:n]
-	} else {
-		c.Rows, c.regs = make([]RowInfo, n), make([]rowRegion, n)
+	c := r.callSlab.New()
+	c.CallInfo = CallInfo{ID: id, Dir: b.Dir, CallSeq: start.seq, CalledAt: start.at}
+	c.Rows = r.rowSlab.Make(len(b.Rows))
+	if b.Dir == drivers.Fetch {
+		c.regs = r.regionSlab.Make(len(b.Rows))
 	}
 	for i, row := range b.Rows {
 		ri := RowInfo{Key: row.Key, Slot: row.Slot}
-		reg, ok := r.regions[row.Handle]
+		reg, ok := r.region(row.Handle)
 		if ok {
 			ri.Region = reg.Label
 		}
-		c.regs[i] = rowRegion{reg, ok}
-		if b.Dir == drivers.Publish {
+		switch {
+		case b.Dir == drivers.Publish:
 			ri.Value = r.publishDigest(reg, ok, row.Slot)
+		case c.regs != nil && ok:
+			c.regs[i] = r.regions[row.Handle]
+		case c.regs != nil:
+			c.regs[i] = noRegion
 		}
 		c.Rows[i] = ri
 	}
@@ -402,11 +436,27 @@ func (r *Recorder) submitFailed(at time.Duration, start mark, b drivers.RowBatch
 		return
 	}
 	for i, row := range b.Rows {
-		reg, ok := r.regions[row.Handle]
-		r.extra = append(r.extra, Op{Kind: KindPublish, Key: row.Key, Status: drivers.Pending,
-			Value: r.publishDigest(reg, ok, row.Slot), Call: start.seq, Return: Never,
-			Row: i, CallAt: start.at})
+		reg, ok := r.region(row.Handle)
+		r.extra = append(r.extra, extraOp{kind: KindPublish, key: row.Key, status: drivers.Pending,
+			value: r.publishDigest(reg, ok, row.Slot), seq: start.seq, at: start.at, row: int32(i)})
 	}
+}
+
+// region is the region registered as h, if any.
+func (r *Recorder) region(h drivers.Handle) (drivers.Region, bool) {
+	i, ok := r.regions[h]
+	if !ok {
+		return drivers.Region{}, false
+	}
+	return r.regList[i], true
+}
+
+// rowRegion is the region row i of c was on at submit, if any.
+func (r *Recorder) rowRegion(c *callRec, i int) (drivers.Region, bool) {
+	if c.regs[i] == noRegion {
+		return drivers.Region{}, false
+	}
+	return r.regList[c.regs[i]], true
 }
 
 // publishDigest reads the content a publish sends; an unreadable slot gets
@@ -440,10 +490,18 @@ func (r *Recorder) RowFinal(at time.Duration, id drivers.CallID, row int, st dri
 	seq := r.next()
 	c, ok := r.calls[id]
 	if !ok {
-		r.early[id] = append(r.early[id], earlyEvent{seq: seq, at: at, row: row, st: st})
+		r.addEarly(id, earlyEvent{seq: seq, at: at, row: row, st: st})
 		return
 	}
 	r.final(c, seq, at, row, st)
+}
+
+// addEarly keeps an event of a call Submitted has not named yet.
+func (r *Recorder) addEarly(id drivers.CallID, e earlyEvent) {
+	if r.early == nil {
+		r.early = map[drivers.CallID][]earlyEvent{}
+	}
+	r.early[id] = append(r.early[id], e)
 }
 
 func (r *Recorder) final(c *callRec, seq int64, at time.Duration, row int, st drivers.Status) {
@@ -453,7 +511,8 @@ func (r *Recorder) final(c *callRec, seq int64, at time.Duration, row int, st dr
 	ri := &c.Rows[row]
 	ri.Status, ri.FinalSeq, ri.FinalAt = st, seq, at
 	if c.Dir == drivers.Fetch && st == drivers.OK {
-		ri.Value = r.fetchDigest(c.regs[row].reg, c.regs[row].known, ri.Slot)
+		reg, ok := r.rowRegion(c, row)
+		ri.Value = r.fetchDigest(reg, ok, ri.Slot)
 	}
 	if (st == drivers.Fault || st == drivers.NotAttempted) && !r.opts.NoNotes {
 		r.addNote(Note{Seq: seq, At: at, Tag: TagFault, Call: c.ID, Key: ri.Key,
@@ -468,7 +527,7 @@ func (r *Recorder) AccessChanged(at time.Duration, id drivers.CallID, acc driver
 	seq := r.next()
 	c, ok := r.calls[id]
 	if !ok {
-		r.early[id] = append(r.early[id], earlyEvent{seq: seq, at: at, row: -1, acc: acc, isAcc: true})
+		r.addEarly(id, earlyEvent{seq: seq, at: at, row: -1, acc: acc, isAcc: true})
 		return
 	}
 	r.access(c, seq, at, acc)
@@ -526,7 +585,7 @@ func (r *Recorder) LookedUp(at time.Duration, keys []string, found []bool, err e
 		if found[i] {
 			st = drivers.OK
 		}
-		r.extra = append(r.extra, Op{Kind: KindLookup, Key: k, Status: st, Call: seq, Return: seq, Row: i, CallAt: at, ReturnAt: at})
+		r.extra = append(r.extra, extraOp{kind: KindLookup, key: k, status: st, seq: seq, at: at, row: int32(i)})
 	}
 }
 
@@ -541,6 +600,9 @@ func (r *Recorder) ShutDown(at time.Duration, labels []string) {
 		if len(parts) == 3 && parts[0] == "call" {
 			if id, err := strconv.ParseUint(parts[1], 10, 64); err == nil {
 				if _, seen := r.labels[drivers.CallID(id)]; !seen {
+					if r.labels == nil {
+						r.labels = map[drivers.CallID]string{}
+					}
 					r.labels[drivers.CallID(id)] = l
 				}
 			}

@@ -5,8 +5,9 @@ package model
 // (calls, notes, the history). Moved out of recorder.go, unchanged.
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"time"
 
@@ -23,6 +24,9 @@ func (r *Recorder) Put(at time.Duration, id drivers.CallID, row int, key string)
 	defer r.mu.Unlock()
 	seq := r.next()
 	if _, ok := r.puts[callRow{id, row}]; !ok {
+		if r.puts == nil {
+			r.puts = make(map[callRow]mark, 32)
+		}
 		r.puts[callRow{id, row}] = mark{seq: seq, at: at}
 	}
 	if !r.opts.NoNotes {
@@ -75,7 +79,7 @@ func (r *Recorder) OnTouch(t arena.Touch) {
 		return
 	}
 	if r.touchSeen == nil {
-		r.touchSeen, r.lateSeen = map[touchKey]bool{}, map[drivers.Toucher]bool{}
+		r.touchSeen, r.lateSeen = make(map[touchKey]bool, 64), map[drivers.Toucher]bool{}
 	}
 	r.touchSeen[k] = true
 	if r.endedLocked(t.By.Call) != 0 {
@@ -203,7 +207,14 @@ func (r *Recorder) History() History {
 			h = append(h, op)
 		}
 	}
-	h = append(h, r.extra...)
-	sort.SliceStable(h, func(i, j int) bool { return h[i].Call < h[j].Call })
+	for i := range r.extra {
+		h = append(h, r.extra[i].op())
+	}
+	// A stable sort by call; a history already in call order (the usual
+	// case) is left as it is, which is what the sort would leave.
+	byCall := func(a, b Op) int { return cmp.Compare(a.Call, b.Call) }
+	if !slices.IsSortedFunc(h, byCall) {
+		slices.SortStableFunc(h, byCall)
+	}
 	return h
 }

@@ -81,11 +81,11 @@ func (sm StoreModel) Model() (porcupine.Model, error) {
 	}
 	switch sm {
 	case DurableStore:
-		m.Init = func() any { return uint64(0) }
+		m.Init = func() any { return &absent }
 		m.Step = durableStep
-		m.Equal = func(a, b any) bool { return a.(uint64) == b.(uint64) }
-		m.Hash = func(s any) uint64 { return fmix(s.(uint64)) }
-		m.DescribeState = func(s any) string { return shortValue(s.(uint64)) }
+		m.Equal = func(a, b any) bool { return *a.(*uint64) == *b.(*uint64) }
+		m.Hash = func(s any) uint64 { return fmix(*s.(*uint64)) }
+		m.DescribeState = func(s any) string { return shortValue(*s.(*uint64)) }
 	case EvictingStore:
 		m.Init = func() any { return emptySet }
 		m.Step = evictingStep
@@ -98,9 +98,14 @@ func (sm StoreModel) Model() (porcupine.Model, error) {
 	return m, nil
 }
 
-// durableStep: the state is the key's value, 0 for absent.
+// absent is the durable state of a key nobody stored.
+var absent uint64
+
+// durableStep: the state is the key's value, 0 for absent. It is a pointer
+// to the value of the input that stored it (inputs are never changed once
+// prepared), so a step boxes no integer.
 func durableStep(state, in, _ any) (bool, any) {
-	v, i := state.(uint64), in.(*input)
+	v, i := *state.(*uint64), in.(*input)
 	switch i.step {
 	case stFetchOK:
 		return v == i.value, state
@@ -110,7 +115,7 @@ func durableStep(state, in, _ any) (bool, any) {
 		return v != 0, state
 	case stStore:
 		if v == 0 {
-			return true, i.value
+			return true, &i.value
 		}
 		return true, state // D-SUB-4: first writer wins
 	case stDecline:
@@ -149,12 +154,18 @@ func evictingStep(state, in, _ any) (bool, any) {
 // be mutated).
 type valueSet struct {
 	vals []uint64
-	hash uint64 // xor of fmix(v): order-free, so equal sets hash equal
+	hash uint64    // xor of fmix(v): order-free, so equal sets hash equal
+	inl  [2]uint64 // vals' storage for a set of up to 2 (one allocation per set)
 }
 
 var emptySet = &valueSet{}
 
-func singleSet(v uint64) *valueSet { return &valueSet{vals: []uint64{v}, hash: fmix(v)} }
+func singleSet(v uint64) *valueSet {
+	s := &valueSet{hash: fmix(v)}
+	s.inl[0] = v
+	s.vals = s.inl[:1:1]
+	return s
+}
 
 func (s *valueSet) has(v uint64) bool {
 	_, ok := slices.BinarySearch(s.vals, v)
@@ -166,9 +177,13 @@ func (s *valueSet) with(v uint64) *valueSet {
 	if ok {
 		return s
 	}
-	vals := make([]uint64, 0, len(s.vals)+1)
-	vals = append(append(append(vals, s.vals[:i]...), v), s.vals[i:]...)
-	return &valueSet{vals: vals, hash: s.hash ^ fmix(v)}
+	out := &valueSet{hash: s.hash ^ fmix(v)}
+	vals := out.inl[:0]
+	if len(s.vals)+1 > len(out.inl) {
+		vals = make([]uint64, 0, len(s.vals)+1)
+	}
+	out.vals = append(append(append(vals, s.vals[:i]...), v), s.vals[i:]...)
+	return out
 }
 
 func (s *valueSet) equal(o *valueSet) bool {
@@ -187,7 +202,16 @@ func (s *valueSet) String() string {
 }
 
 func partitionByKey(history []porcupine.Operation) [][]porcupine.Operation {
+	n := 0
+	for i := range history {
+		if i == 0 || opOf(history[i]).Key != opOf(history[i-1]).Key {
+			n++
+		}
+	}
 	var parts [][]porcupine.Operation
+	if n > 0 {
+		parts = make([][]porcupine.Operation, 0, n) // one allocation
+	}
 	start := 0
 	for i := 1; i <= len(history); i++ {
 		if i == len(history) || opOf(history[i]).Key != opOf(history[start]).Key {

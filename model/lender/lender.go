@@ -36,6 +36,7 @@ import (
 	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim"
 	"github.com/storesim/storesim/sim/arena"
+	"github.com/storesim/storesim/sim/slab"
 )
 
 // Spec describes one region the lender creates.
@@ -92,26 +93,45 @@ type Attempt interface {
 
 var _ Attempt = (*backend.Attempt)(nil)
 
-// Loan is the slots lent for one attempt, one per view position.
+// Loan is the slots lent for one attempt, one per view position. Loans,
+// their slot lists, views and marks are carved from their lender's slabs:
+// they live as long as the lender, which keeps every loan anyway.
 type Loan struct {
+	l       *Lender
 	id      uint64
-	slots   []SlotRef
+	slots   []slotAt
 	bytes   int64
 	attempt Attempt
+	marked  *marking        // nil until marked (most loans never are)
+	seen    backend.Outcome // outcome at release (S-RELEASE re-checks it)
 	state   LoanState
-	marks   []bool           // arrived rows (S-MARKS), by view position; nil until marked
-	data    [][]byte         // the bytes of each arrived row, read when marked; nil until then
-	marked  *backend.Outcome // the outcome the marks were taken from
-	proven  bool             // retained, then access ENDED
-	seen    backend.Outcome  // outcome at release (S-RELEASE re-checks it)
-	inl     [8]SlotRef       // slots' storage for a loan of up to 8 (one allocation per loan)
+	proven  bool      // retained, then access ENDED
+	inl     [8]slotAt // slots' storage for a loan of up to 8 (most are)
 }
+
+// marking is a fetch's arrived marks (S-MARKS), taken once.
+type marking struct {
+	marks []bool          // arrived rows, by view position
+	data  [][]byte        // the bytes of each arrived row, read when marked
+	from  backend.Outcome // the outcome the marks were taken from
+}
+
+// slotAt is a SlotRef as the lender keeps it: the region by its index in
+// the lender's arenas, so a loan's slot list is small and needs no label
+// look-up.
+type slotAt struct{ region, slot int32 }
 
 // ID is unique per lender, from 1.
 func (ln *Loan) ID() uint64 { return ln.id }
 
 // Slots lists the loan's slots in view order.
-func (ln *Loan) Slots() []SlotRef { return append([]SlotRef(nil), ln.slots...) }
+func (ln *Loan) Slots() []SlotRef {
+	out := make([]SlotRef, len(ln.slots))
+	for i, r := range ln.slots {
+		out[i] = SlotRef{ln.l.arenas[r.region].Label(), int(r.slot)}
+	}
+	return out
+}
 
 // State is where the loan's slots are.
 func (ln *Loan) State() LoanState { return ln.state }
@@ -121,8 +141,11 @@ func (ln *Loan) Attempt() Attempt { return ln.attempt }
 
 // Marks is the arrived marks, by view position (S-MARKS).
 func (ln *Loan) Marks() []bool {
-	marks := ln.marks
-	if marks == nil && ln.attempt != nil {
+	var marks []bool
+	switch {
+	case ln.marked != nil:
+		marks = ln.marked.marks
+	case ln.attempt != nil:
 		marks = make([]bool, len(ln.slots)) // attached, not marked: nothing arrived
 	}
 	return append([]bool(nil), marks...)
@@ -132,10 +155,10 @@ func (ln *Loan) Marks() []bool {
 // (so it stays readable after the slot is released and poisoned); nil for a
 // row that did not arrive.
 func (ln *Loan) Data(i int) []byte {
-	if i < 0 || i >= len(ln.data) {
+	if ln.marked == nil || i < 0 || i >= len(ln.marked.data) {
 		return nil
 	}
-	return ln.data[i]
+	return ln.marked.data[i]
 }
 
 // Stats counts slots.
@@ -155,6 +178,15 @@ type Lender struct {
 	held       bool
 	violations []rules.Violation
 	stats      Stats
+
+	free     []slotAt // Lend's scratch: the free slots found
+	unbound  []error  // View's ErrUnbound per region, made on first use
+	loanSlab slab.Of[Loan]
+	slotSlab slab.Of[slotAt] // the slots of loans larger than Loan.inl
+	rowSlab  slab.Of[drivers.Row]
+	flagSlab slab.Of[bool] // views' masks and loans' marks
+	dataSlab slab.Of[[]byte]
+	markSlab slab.Of[marking]
 }
 
 // New creates one arena per spec, all slots at the lender, and takes the
@@ -167,7 +199,10 @@ func New(clock sim.Clock, specs ...Spec) (*Lender, error) {
 // for the memory oracle, a touch log); opts.Clock is the lender's clock.
 func NewWithArenas(opts arena.Options, specs ...Spec) (*Lender, error) {
 	clock := opts.Clock
-	l := &Lender{clock: clock, byLabel: map[string]*arena.Arena{}, loans: map[Attempt]*Loan{}, held: true}
+	// The lists and the loans map start at about what a run of the engine
+	// needs (a view has at most 8 rows): they do not grow from nothing.
+	l := &Lender{clock: clock, byLabel: map[string]*arena.Arena{}, loans: make(map[Attempt]*Loan, 32), held: true,
+		arenas: make([]*arena.Arena, 0, len(specs)), all: make([]*Loan, 0, 32), free: make([]slotAt, 0, 8)}
 	for _, s := range specs {
 		switch {
 		case s.Label == "" || l.byLabel[s.Label] != nil:

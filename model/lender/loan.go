@@ -14,39 +14,31 @@ func (l *Lender) Lend(n int) (*Loan, error) {
 	if !l.held {
 		return nil, ErrNotHolder
 	}
-	// One scan, into a stack array for a small loan: a loan that does not
-	// fit allocates nothing (a large one only its slot list).
-	var small [len(Loan{}.inl)]SlotRef
-	var big []SlotRef
-	if n > len(small) {
-		big = make([]SlotRef, 0, n)
-	}
-	found := 0
-	for _, a := range l.arenas {
-		for s, slots := 0, a.Region().Slots; s < slots && found < n; s++ {
-			if a.State(s) != arena.AtLender {
-				continue
+	// One scan, into the lender's scratch list: a loan that does not fit
+	// allocates nothing.
+	l.free = l.free[:0]
+	for ai, a := range l.arenas {
+		for s, slots := 0, a.Region().Slots; s < slots && len(l.free) < n; s++ {
+			if a.State(s) == arena.AtLender {
+				l.free = append(l.free, slotAt{int32(ai), int32(s)})
 			}
-			if big != nil {
-				big = append(big, SlotRef{a.Label(), s})
-			} else {
-				small[found] = SlotRef{a.Label(), s}
-			}
-			found++
 		}
 	}
-	if found < n {
-		return nil, fmt.Errorf("%w: want %d, have %d", ErrNoSlots, n, found)
+	if len(l.free) < n {
+		return nil, fmt.Errorf("%w: want %d, have %d", ErrNoSlots, n, len(l.free))
 	}
 	l.nextLoan++
-	ln := &Loan{id: l.nextLoan, state: Lent, inl: small}
-	ln.slots = big
-	if big == nil {
-		ln.slots = ln.inl[:n:len(ln.inl)]
+	ln := l.loanSlab.New()
+	*ln = Loan{l: l, id: l.nextLoan, state: Lent}
+	if n <= len(ln.inl) {
+		ln.slots = ln.inl[:n:n]
+	} else {
+		ln.slots = l.slotSlab.Make(n)
 	}
+	copy(ln.slots, l.free)
 	for _, r := range ln.slots {
-		a := l.byLabel[r.Region]
-		a.Lend(r.Slot, ln.id)
+		a := l.arenas[r.region]
+		a.Lend(int(r.slot), ln.id)
 		ln.bytes += int64(a.Region().SlotBytes)
 	}
 	l.stats.Lent += n
@@ -57,13 +49,13 @@ func (l *Lender) Lend(n int) (*Loan, error) {
 // Fill writes content into the loan's i-th slot as the owner.
 func (l *Lender) Fill(ln *Loan, i int, content []byte) {
 	r := ln.slots[i]
-	l.byLabel[r.Region].Fill(r.Slot, content)
+	l.arenas[r.region].Fill(int(r.slot), content)
 }
 
 // Peek reads the loan's i-th slot as the owner.
 func (l *Lender) Peek(ln *Loan, i int) []byte {
 	r := ln.slots[i]
-	return l.byLabel[r.Region].Peek(r.Slot)
+	return l.arenas[r.region].Peek(int(r.slot))
 }
 
 // Handles is what a view needs from the backend.
@@ -72,7 +64,8 @@ type Handles interface {
 }
 
 // View builds the view of the loan: row i is keys[i] on slot i, masked in
-// when mask is nil or mask[i].
+// when mask is nil or mask[i]. Its rows and mask are full slices carved
+// from the lender's slabs (an append to them copies).
 func (ln *Loan) View(b Handles, keys []string, mask []bool) (drivers.View, error) {
 	if len(keys) != len(ln.slots) || (mask != nil && len(mask) != len(keys)) {
 		return drivers.View{}, fmt.Errorf("%w: %d keys, %d mask bits for %d slots", ErrBadView, len(keys), len(mask), len(ln.slots))
@@ -80,23 +73,37 @@ func (ln *Loan) View(b Handles, keys []string, mask []bool) (drivers.View, error
 	// Every region is checked before anything is allocated: a view that
 	// cannot be built costs nothing. A run of slots on one region asks once.
 	for i, r := range ln.slots {
-		if i > 0 && r.Region == ln.slots[i-1].Region {
+		if i > 0 && r.region == ln.slots[i-1].region {
 			continue
 		}
-		if _, ok := b.Handle(r.Region); !ok {
-			return drivers.View{}, fmt.Errorf("%w: %q", ErrUnbound, r.Region)
+		if _, ok := b.Handle(ln.l.arenas[r.region].Label()); !ok {
+			return drivers.View{}, ln.l.unboundErr(r.region)
 		}
 	}
-	v := drivers.View{Rows: make([]drivers.Row, len(keys)), Mask: make([]bool, len(keys))}
+	v := drivers.View{Rows: ln.l.rowSlab.Make(len(keys)), Mask: ln.l.flagSlab.Make(len(keys))}
 	var h drivers.Handle
 	for i, k := range keys {
-		if i == 0 || ln.slots[i].Region != ln.slots[i-1].Region {
-			h, _ = b.Handle(ln.slots[i].Region)
+		r := ln.slots[i]
+		if i == 0 || r.region != ln.slots[i-1].region {
+			h, _ = b.Handle(ln.l.arenas[r.region].Label())
 		}
-		v.Rows[i] = drivers.Row{Key: k, Handle: h, Slot: ln.slots[i].Slot, Position: i}
+		v.Rows[i] = drivers.Row{Key: k, Handle: h, Slot: int(r.slot), Position: i}
 		v.Mask[i] = mask == nil || mask[i]
 	}
 	return v, nil
+}
+
+// unboundErr is View's error for a region the backend holds no binding for,
+// made once per region: a driver that keeps a region unregistered makes
+// many views fail alike.
+func (l *Lender) unboundErr(region int32) error {
+	if l.unbound == nil {
+		l.unbound = make([]error, len(l.arenas))
+	}
+	if l.unbound[region] == nil {
+		l.unbound[region] = fmt.Errorf("%w: %q", ErrUnbound, l.arenas[region].Label())
+	}
+	return l.unbound[region]
 }
 
 // Return takes back a loan that never reached the backend (admission
@@ -162,7 +169,7 @@ func (l *Lender) submit(b *backend.Backend, dir drivers.Direction, keys []string
 
 func (l *Lender) giveBack(ln *Loan, st LoanState) {
 	for _, r := range ln.slots {
-		l.byLabel[r.Region].Release(r.Slot) // poisons (S-NO-LATE-ACCESS)
+		l.arenas[r.region].Release(int(r.slot)) // poisons (S-NO-LATE-ACCESS)
 	}
 	ln.state = st
 	l.stats.Lent -= len(ln.slots)
@@ -173,7 +180,7 @@ func (l *Lender) giveBack(ln *Loan, st LoanState) {
 
 func (l *Lender) retain(ln *Loan) {
 	for _, r := range ln.slots {
-		l.byLabel[r.Region].Retain(r.Slot)
+		l.arenas[r.region].Retain(int(r.slot))
 	}
 	ln.state = Retained
 	l.stats.Lent -= len(ln.slots)

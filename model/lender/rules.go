@@ -57,9 +57,9 @@ func (l *Lender) checkMarks(ln *Loan, o backend.Outcome) {
 	if a.Dir() != drivers.Fetch {
 		return
 	}
-	if ln.marked != nil {
-		if !sameOutcome(o, *ln.marked) {
-			l.violate(rules.SMarks, ln, "rows were marked arrived from %v, the outcome is now %v", *ln.marked, o)
+	if m := ln.marked; m != nil {
+		if !sameOutcome(o, m.from) {
+			l.violate(rules.SMarks, ln, "rows were marked arrived from %v, the outcome is now %v", m.from, o)
 		}
 		return
 	}
@@ -73,19 +73,20 @@ func (l *Lender) checkMarks(ln *Loan, o backend.Outcome) {
 	}
 	// Marks are taken once, from the first Delivered outcome: only then do
 	// they need storage (most loans are publishes, or never delivered).
-	ln.marks, ln.data = make([]bool, len(ln.slots)), make([][]byte, len(ln.slots))
+	m := l.markSlab.New()
+	m.marks, m.data = l.flagSlab.Make(len(ln.slots)), l.dataSlab.Make(len(ln.slots))
 	for i, s := range o.Served {
 		if s && !v.Mask[i] {
 			l.violate(rules.SMarks, ln, "attempt %d served row %d, which was masked out", a.ID(), i)
 			continue
 		}
-		ln.marks[i] = s
+		m.marks[i] = s
 		if s {
-			ln.data[i] = l.Peek(ln, i)
+			m.data[i] = l.Peek(ln, i)
 		}
 	}
-	kept := o // only a marked outcome goes to the heap, not every o checked
-	ln.marked = &kept
+	m.from = o
+	ln.marked = m
 }
 
 // ShutdownReturned hands the lender the labels the backend's shutdown

@@ -129,7 +129,12 @@ func (m *Model) lookedUp(keys []string, present []bool, err error) {
 	b.phase = waiting
 	if err != nil {
 		b.phase = dropped
-		b.a.failCause = textCause(fmt.Sprintf("the lookup of %q failed: %v", keys, err)) // keys are the backend's: formatted now
+		if keysAre(keys, b.rows) {
+			b.lookupErr = err // formatted from the batch's own rows, if ever
+			b.a.failCause = (*lookupCause)(b)
+		} else {
+			b.a.failCause = textCause(fmt.Sprintf("the lookup of %q failed: %v", keys, err)) // keys are the backend's: formatted now
+		}
 		return
 	}
 	b.present = presentOf(b)
@@ -212,7 +217,7 @@ func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.
 	if in := m.inFlight(); in+1 > m.bcfg.MaxCallsInFlight && m.ready {
 		m.fail(rules.BBound, a, 0, "inflight", fmt.Sprintf("a call was submitted with %d calls already in flight (MaxCallsInFlight %d)", in, m.bcfg.MaxCallsInFlight))
 	}
-	c := m.callSlab.alloc()
+	c := m.callSlab.New()
 	c.b, c.rows, c.acc = b, rows, drivers.AccessPending
 	if dc != nil && err == nil {
 		c.id = dc.ID()
@@ -235,6 +240,24 @@ func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.
 	}
 	m.calls = append(m.calls, c)
 	return c
+}
+
+// keep returns rows as the model keeps them: the rows of the batch waiting
+// next (or looked up) when they are equal, as they are in a Submit that
+// follows B-CUT; else a copy. A batch's rows are the model's own and never
+// change, so a call may share them.
+func (m *Model) keep(rows []drivers.Row) []drivers.Row {
+	if b := m.pending; b != nil && slices.Equal(b.rows, rows) {
+		return b.rows
+	}
+	for _, b := range m.queue[:min(len(m.queue), 2)] {
+		if slices.Equal(b.rows, rows) {
+			return b.rows
+		}
+	}
+	out := m.rowSlab.Make(len(rows))
+	copy(out, rows)
+	return out
 }
 
 func nothingEscaped(err error) bool {
@@ -262,7 +285,7 @@ func (m *Model) readResults(c *call, res []drivers.Status) {
 		return
 	}
 	if c.res == nil {
-		c.res = carve(&m.resBuf, len(res), 64)
+		c.res = m.resSlab.Make(len(res))
 	}
 	final := true
 	for i, s := range res {
@@ -273,7 +296,8 @@ func (m *Model) readResults(c *call, res []drivers.Status) {
 			final = false
 		} else if c.res[i] == drivers.Fault || c.res[i] == drivers.NotAttempted {
 			if a.maybeFail == nil {
-				a.maybeFail = rowCause{c, i}
+				c.maybeRow = rowCause{c, i}
+				a.maybeFail = &c.maybeRow
 			}
 		}
 	}
@@ -302,7 +326,8 @@ func (m *Model) readResults(c *call, res []drivers.Status) {
 		}
 	}
 	if bad >= 0 {
-		a.failCause = rowCause{c, bad}
+		c.failRow = rowCause{c, bad}
+		a.failCause = &c.failRow
 	}
 	c.b.phase = complete
 	if len(declined) > 0 && a.failCause == nil && wasPending {
@@ -379,6 +404,14 @@ type rowCause struct {
 
 func (r rowCause) String() string {
 	return fmt.Sprintf("call %d row %d (key %q) is %v", r.c.id, r.row, r.c.rows[r.row].Key, r.c.res[r.row])
+}
+
+// lookupCause is a batch's failed lookup of exactly its keys (the batch's
+// lookup fails at most once: it is dropped then).
+type lookupCause batch
+
+func (c *lookupCause) String() string {
+	return fmt.Sprintf("the lookup of %q failed: %v", keysOf(c.rows), c.lookupErr)
 }
 
 // countCause is a Results read of the wrong length.

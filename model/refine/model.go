@@ -10,6 +10,7 @@ import (
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim"
+	"github.com/storesim/storesim/sim/slab"
 )
 
 // AttemptView is what the model reads of a backend attempt
@@ -46,6 +47,7 @@ type Model struct {
 	regFailed bool
 
 	attempts  []*attempt // admitted, in admission order
+	live      []*attempt // ... those a step may still judge: not done, or done and its last report not judged
 	byView    map[AttemptView]*attempt
 	admitting *attempt
 	queue     []*batch // dispatch order (B-CUT: admission order)
@@ -61,13 +63,18 @@ type Model struct {
 	dirty  bool // a fact arrived since the last step was judged
 	qdirty bool // ... since the last quiescent point was judged
 
-	callSlab slab[call]       // every call's storage
-	rowBuf   []drivers.Row    // storage the calls' rows are carved from
-	resBuf   []drivers.Status // ... the calls' results
-	flagBuf  []bool           // ... the attempts' served and present flags
+	// The model's records, carved from chunks: they live as long as the
+	// model (finished ones are only forgotten, see compact).
+	attemptSlab slab.Of[attempt]
+	batchSlab   slab.Of[batch]
+	callSlab    slab.Of[call]
+	bindingSlab slab.Of[binding]
+	rowSlab     slab.Of[drivers.Row]    // the attempts' masked-in rows, the calls' rows
+	resSlab     slab.Of[drivers.Status] // the calls' results
+	flagSlab    slab.Of[bool]           // the served and present flags of attempts larger than attempt.flags
 
 	found []rules.Violation
-	seen  map[string]bool // rule+attempt already reported
+	seen  map[string]bool // rule+attempt already reported (nil until the first)
 }
 
 type binding struct {
@@ -100,6 +107,7 @@ type attempt struct {
 	declined  int       // publish rows declined, then absent at the second lookup
 	raced     int       // publish rows declined, then present (served)
 	bad       string    // why the view is malformed ("" if it is not)
+	flags     [16]bool  // served's and present's storage for a view of up to 8 rows
 
 	// The small fields last, together: no padding between them.
 	dir         drivers.Direction
@@ -133,6 +141,8 @@ type batch struct {
 	phase   phase
 	present []bool // the lookup's answer, when one was asked
 	call    *call
+	// lookupErr is why the batch's lookup failed (see lookupCause).
+	lookupErr error
 }
 
 type call struct {
@@ -146,6 +156,9 @@ type call struct {
 	folded      bool             // the backend read every result final
 	cancels     int
 	recheckRows []drivers.Row // declined rows to look up again
+	// The row causes this call gave its attempt (each is set at most once:
+	// a pointer to them is a cause that needs no allocation of its own).
+	maybeRow, failRow rowCause
 }
 
 var errPanicked = errors.New("Submit panicked")
@@ -153,7 +166,10 @@ var errPanicked = errors.New("Submit panicked")
 // New returns the model of one endpoint. SetBackend must follow once the
 // backend exists (its effective configuration and Stats).
 func New(cfg Config) *Model {
-	return &Model{cfg: cfg, byView: map[AttemptView]*attempt{}, seen: map[string]bool{}}
+	// The lists and maps start at about what a run of the engine needs:
+	// they do not grow from nothing.
+	return &Model{cfg: cfg, byView: make(map[AttemptView]*attempt, 32),
+		attempts: make([]*attempt, 0, 16), live: make([]*attempt, 0, 16), calls: make([]*call, 0, 16), queue: make([]*batch, 0, 8)}
 }
 
 // SetBackend gives the model the backend's effective configuration, the
@@ -214,6 +230,9 @@ func (m *Model) fail(rule rules.ID, a *attempt, call drivers.CallID, what, detai
 	if m.seen[key] {
 		return
 	}
+	if m.seen == nil {
+		m.seen = map[string]bool{} // made at the first finding: a passing run has none
+	}
 	m.seen[key] = true
 	if a != nil && a.view != nil {
 		detail = fmt.Sprintf("attempt %d (%v): %s", a.view.ID(), a.dir, detail)
@@ -262,7 +281,9 @@ func (m *Model) registered(regions []drivers.Region, hs []drivers.Handle, err er
 		n = 1
 	}
 	for i := 0; i < n; i++ {
-		m.bindings = append(m.bindings, &binding{region: regions[i], handle: hs[i], live: true})
+		b := m.bindingSlab.New()
+		*b = binding{region: regions[i], handle: hs[i], live: true}
+		m.bindings = append(m.bindings, b)
 	}
 	if err == nil && len(hs) == len(regions) {
 		return
@@ -312,7 +333,8 @@ func (m *Model) unregistered(hs []drivers.Handle, err error) {
 // Admitting is called just before the backend's Fetch or Publish of v.
 func (m *Model) Admitting(dir drivers.Direction, v drivers.View) {
 	m.event()
-	a := &attempt{dir: dir, nrows: len(v.Rows)}
+	a := m.attemptSlab.New()
+	a.dir, a.nrows = dir, len(v.Rows)
 	m.admitting = a
 	a.bad = m.malformed(dir, v)
 	if a.bad != "" || m.closed() != "" {
@@ -323,11 +345,17 @@ func (m *Model) Admitting(dir drivers.Direction, v drivers.View) {
 		a.expectFail = true
 		return
 	}
-	// One allocation holds served (by view position) and the lookup answers
-	// (by masked-in row): both are small and live as long as the attempt.
-	flags := carve(&m.flagBuf, len(v.Rows)+len(active), 64)
+	// One array holds served (by view position) and the lookup answers (by
+	// masked-in row): both are small and live as long as the attempt, so a
+	// small view's live in the attempt itself.
+	flags := a.flags[:]
+	if n := len(v.Rows) + len(active); n <= len(flags) {
+		flags = flags[:n:n]
+	} else {
+		flags = m.flagSlab.Make(n)
+	}
 	a.served, a.present = flags[:len(v.Rows):len(v.Rows)], flags[len(v.Rows):]
-	a.batches = cut(a, active, m.caps.MaxRowsPerOp)
+	a.batches = cut(&m.batchSlab, a, active, m.caps.MaxRowsPerOp)
 	if a.noRoom = m.room(len(a.batches)); !a.noRoom.full {
 		for i := range a.batches {
 			m.queue = append(m.queue, &a.batches[i])
@@ -380,6 +408,7 @@ func (m *Model) Admitted(av AttemptView, err error) {
 	a.view = av
 	m.byView[av] = a
 	m.attempts = append(m.attempts, a)
+	m.live = append(m.live, a)
 	o := av.Outcome()
 	switch {
 	case a.expectFail:
@@ -435,7 +464,7 @@ func (m *Model) active(v drivers.View) []drivers.Row {
 			n++
 		}
 	}
-	out := make([]drivers.Row, 0, n)
+	out := m.rowSlab.Make(n)[:0]
 	for i, r := range v.Rows {
 		if v.Mask[i] {
 			out = append(out, r)

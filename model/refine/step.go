@@ -261,7 +261,7 @@ func (m *Model) AfterStep(quiescent bool) {
 	m.checkRecheck()
 	if m.dirty {
 		m.dirty, m.qdirty = false, true
-		for _, a := range m.attempts {
+		for _, a := range m.live { // every attempt not done is live
 			if a.touched && !a.done {
 				m.judgeNow(a)
 			}
@@ -276,15 +276,7 @@ func (m *Model) AfterStep(quiescent bool) {
 		return // nothing changed since the last quiescent point was judged
 	}
 	m.qdirty = false
-	for _, a := range m.attempts {
-		if !a.done {
-			m.judgeNow(a)
-		}
-		if !a.noteChecked {
-			m.checkNoted(a)
-			a.noteChecked = a.done // a finished attempt is checked once more, then forgotten
-		}
-	}
+	m.judgeLive()
 	m.compact()
 	inFlight, nq := m.inFlight(), m.queued() // counted once per quiescent point
 	if h := m.head(); h != nil && inFlight < m.bcfg.MaxCallsInFlight && !m.shut.asked {
@@ -307,6 +299,28 @@ func (m *Model) AfterStep(quiescent bool) {
 				st.InFlight, st.Queued, st.Unprovable, st.RetainedBytes, inFlight, nq, m.unprovableCalls(), m.retainedBytes()))
 		}
 	}
+}
+
+// judgeLive judges every live attempt at a quiescent point, in admission
+// order, and keeps live only those a later point may judge again. The rest
+// (done, and their last report judged) would be passed over anyway: the
+// loop skips them instead of walking every attempt not yet compacted.
+func (m *Model) judgeLive() {
+	live := m.live[:0]
+	for _, a := range m.live {
+		if !a.done {
+			m.judgeNow(a)
+		}
+		if !a.noteChecked {
+			m.checkNoted(a)
+			a.noteChecked = a.done // a finished attempt is checked once more, then forgotten
+		}
+		if !a.done || !a.noteChecked {
+			live = append(live, a)
+		}
+	}
+	clear(m.live[len(live):]) // no stale pointers past the end
+	m.live = live
 }
 
 // compact forgets finished attempts and calls so a long run stays cheap.

@@ -45,9 +45,8 @@ func (t *tap) Contains(ctx context.Context, keys []string) ([]bool, error) {
 }
 
 func (t *tap) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error) {
-	t.m.guard(t.m.checkRecheck)                 // the Submit may follow its batch's lookup
-	rows := carve(&t.m.rowBuf, len(b.Rows), 16) // the batch is the caller's; keep what was asked
-	copy(rows, b.Rows)
+	t.m.guard(t.m.checkRecheck) // the Submit may follow its batch's lookup
+	rows := t.m.keep(b.Rows)    // the batch is the caller's; keep what was asked
 	// A panicking Submit reaches the backend as a panic; the model sees it as
 	// an error that proves nothing (D-SUB-2), then lets it go on.
 	var (
