@@ -13,6 +13,7 @@ import (
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim"
+	"github.com/storesim/storesim/sim/slab"
 )
 
 // DefaultCaps are the capabilities of a driver whose Config.Caps is zero.
@@ -56,6 +57,7 @@ type Driver struct {
 	failAtLabel string // InjectTogetherFailure's one shot (inject.go)
 
 	rt     sim.Runtime
+	runs   afterRunner // rt, when it schedules Runners itself (events.go)
 	store  *Store
 	name   string
 	caps   drivers.Capabilities
@@ -82,6 +84,7 @@ type Driver struct {
 	quarantine string // why; "" when not quarantined (D-QUAR)
 	inCallback int
 	toWake     []*call
+	callSlab   slab.Of[call] // every call's record (newCall); guarded by mu
 }
 
 var _ drivers.Driver = (*Driver)(nil)
@@ -116,6 +119,7 @@ func New(rt sim.Runtime, store *Store, cfg Config) *Driver {
 		stale:    map[string]bool{},
 	}
 	d.cond = sync.NewCond(&d.mu)
+	d.runs, _ = rt.(afterRunner)
 	if d.name == "" {
 		d.name = "mem"
 	}
@@ -365,13 +369,7 @@ func (d *Driver) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, erro
 		return nil, fmt.Errorf("driver %q: %w (injected; D-SUB-2: treat the rows as UNPROVABLE)", d.name, errTransport)
 	}
 	c := d.newCall(move, onChange)
-	// The begin event runs through row 0's closure, which then serves the
-	// row's own events (rowStep): one closure fewer per call.
-	ev := func() { d.rowStep(c, 0) }
-	if len(c.rs) > 0 {
-		c.rs[0].step = ev
-	}
-	d.rt.After(d.delay(c), d.lblBegin, ev)
+	d.after(c, d.lblBegin, (*callBegin)(c))
 	return &c.handle, nil // part of the call: no allocation of its own
 }
 

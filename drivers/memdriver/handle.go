@@ -55,7 +55,7 @@ func (h *callHandle) Cancel() drivers.CancelResult {
 			d.setAccess(c, a)
 		}
 	}
-	d.rt.After(0, d.lblSettle, func() { d.settle(c) })
+	d.afterRun(0, d.lblSettle, (*callSettle)(c))
 	d.unlockAndWake()
 	return drivers.CancelRequested
 }
