@@ -62,3 +62,11 @@ func (h *callHandle) Cancel() drivers.CancelResult {
 
 // Run is the call's notification (sim.Runner, through its wake).
 func (c *call) Run() { c.handle.d.runNotify(c) }
+
+// AppendResults implements monitor.ResultsAppender: the Results snapshot
+// appended to dst, so a reader that only looks reuses its buffer.
+func (h *callHandle) AppendResults(dst []drivers.Status) []drivers.Status {
+	h.d.mu.Lock()
+	defer h.d.mu.Unlock()
+	return append(dst, h.c.results...)
+}
