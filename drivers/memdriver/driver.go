@@ -84,7 +84,8 @@ type Driver struct {
 	quarantine string // why; "" when not quarantined (D-QUAR)
 	inCallback int
 	toWake     []*call
-	callSlab   slab.Of[call] // every call's record (newCall); guarded by mu
+	callSlab   slab.Of[call]    // every call's record (newCall); guarded by mu
+	bindSlab   slab.Of[binding] // every binding's record (reserve); guarded by mu
 }
 
 var _ drivers.Driver = (*Driver)(nil)
@@ -240,7 +241,8 @@ func (d *Driver) sortedBindings(buf []*binding) []*binding {
 // handles are never reused (D-REG-3). Caller holds d.mu.
 func (d *Driver) reserve(r drivers.Region) *binding {
 	d.lastHandle++
-	b := &binding{h: d.lastHandle, region: r, state: bindInProgress}
+	b := d.bindSlab.New()
+	*b = binding{h: d.lastHandle, region: r, state: bindInProgress}
 	d.bindings[b.h] = b
 	return b
 }

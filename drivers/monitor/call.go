@@ -91,7 +91,9 @@ func (m *Monitor) validLocked(b drivers.RowBatch) bool {
 // Submit implements drivers.Driver (D-SUB-1, D-SUB-2, D-SUB-3,
 // D-BATCH-VALID, D-BATCH-KEYS, D-DRAIN-1, "capabilities").
 func (m *Monitor) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error) {
-	rec := &callRec{m: m, batch: b, runIdx: -1}
+	m.mu.Lock()
+	rec := m.callSlab.New()
+	rec.m, rec.batch, rec.runIdx = m, b, -1
 	rows := rec.sbuf[:]
 	if n := 2 * len(b.Rows); n > len(rows) {
 		rows = make([]drivers.Status, n)
@@ -103,7 +105,6 @@ func (m *Monitor) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, err
 			rec.handles = append(rec.handles, r.Handle)
 		}
 	}
-	m.mu.Lock()
 	var verr error
 	if !m.validLocked(b) {
 		verr = b.Validate(m.caps, m.liveLocked)
