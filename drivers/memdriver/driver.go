@@ -191,7 +191,26 @@ func (d *Driver) Quarantined() string {
 }
 
 func refused(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", drivers.ErrRegistrationRefused, fmt.Sprintf(format, args...))
+	return detailf(drivers.ErrRegistrationRefused, format, args...)
+}
+
+// detailError is a sentinel and its detail: the text of
+// fmt.Errorf("%w: "+format, sentinel, args...), formatted once into one
+// string (as package drivers does its own: two allocations, not four).
+// Unwrap gives the sentinel, so errors.Is and errors.As answer as for
+// fmt's error.
+type detailError struct {
+	sentinel error
+	text     string
+}
+
+func (e *detailError) Error() string { return e.text }
+func (e *detailError) Unwrap() error { return e.sentinel }
+
+func detailf(sentinel error, format string, args ...any) error {
+	var buf [128]byte
+	b := append(append(buf[:0], sentinel.Error()...), ": "...)
+	return &detailError{sentinel, string(fmt.Appendf(b, format, args...))}
 }
 
 // refuseRegistration is the common refusal of Register and RegisterTogether:
@@ -302,10 +321,10 @@ func (d *Driver) Unregister(h drivers.Handle) error {
 // d.mu.
 func (d *Driver) closeOne(b *binding) error {
 	if b.users > 0 && !d.hooks.waive(rules.DReg6, 0) {
-		return fmt.Errorf("%w: region %q is named by %d call(s) whose access is not ENDED (D-REG-6)", drivers.ErrBusy, b.region.Label, b.users)
+		return detailf(drivers.ErrBusy, "region %q is named by %d call(s) whose access is not ENDED (D-REG-6)", b.region.Label, b.users)
 	}
 	if b.stuck || d.rReg.Chance(d.mix.UnregisterFail) {
-		return fmt.Errorf("%w: region %q stays registered; close it again (D-REG-4)", drivers.ErrUnregisterFailed, b.region.Label)
+		return detailf(drivers.ErrUnregisterFailed, "region %q stays registered; close it again (D-REG-4)", b.region.Label)
 	}
 	delete(d.bindings, b.h)
 	return nil
@@ -330,9 +349,9 @@ func (d *Driver) Contains(ctx context.Context, keys []string) ([]bool, error) {
 	case d.rLook.Chance(d.mix.LookupError):
 		// D-LOOK-2: an outage or a wrong-length answer is an error, never "absent".
 		if d.rLook.Chance(0.5) {
-			return nil, fmt.Errorf("%w: store outage (injected)", drivers.ErrLookupFailed)
+			return nil, detailf(drivers.ErrLookupFailed, "store outage (injected)")
 		}
-		return nil, fmt.Errorf("%w: store answered %d results for %d keys (injected)", drivers.ErrLookupFailed, len(keys)+1, len(keys))
+		return nil, detailf(drivers.ErrLookupFailed, "store answered %d results for %d keys (injected)", len(keys)+1, len(keys))
 	}
 	found := make([]bool, len(keys))
 	for i, k := range keys {
@@ -353,9 +372,9 @@ func (d *Driver) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, erro
 	case d.cfgErr != nil:
 		return nil, fmt.Errorf("%w: %w", drivers.ErrInvalidSubmission, d.cfgErr)
 	case d.shut || d.draining:
-		return nil, fmt.Errorf("%w: driver %q is draining or shut down (D-DRAIN-1)", drivers.ErrClosed, d.name)
+		return nil, detailf(drivers.ErrClosed, "driver %q is draining or shut down (D-DRAIN-1)", d.name)
 	case d.quarantine != "":
-		return nil, fmt.Errorf("%w: driver %q is quarantined: %s (D-QUAR)", drivers.ErrClosed, d.name, d.quarantine)
+		return nil, detailf(drivers.ErrClosed, "driver %q is quarantined: %s (D-QUAR)", d.name, d.quarantine)
 	}
 	check, move := b, b
 	if h := d.hooks; h != nil && h.Batch != nil {
@@ -365,7 +384,7 @@ func (d *Driver) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, erro
 		return nil, err
 	}
 	if d.rFault.Chance(d.mix.SubmitReject) {
-		return nil, fmt.Errorf("%w: driver %q is busy (injected back-pressure)", drivers.ErrRejected, d.name)
+		return nil, detailf(drivers.ErrRejected, "driver %q is busy (injected back-pressure)", d.name)
 	}
 	if d.rFault.Chance(d.mix.SubmitError) {
 		return nil, fmt.Errorf("driver %q: %w (injected; D-SUB-2: treat the rows as UNPROVABLE)", d.name, errTransport)
