@@ -70,3 +70,11 @@ func (h *callHandle) AppendResults(dst []drivers.Status) []drivers.Status {
 	defer h.d.mu.Unlock()
 	return append(dst, h.c.results...)
 }
+
+// AppendState implements monitor.StateAppender: Access and AppendResults
+// as one snapshot, under one lock.
+func (h *callHandle) AppendState(dst []drivers.Status) ([]drivers.Status, drivers.Access) {
+	h.d.mu.Lock()
+	defer h.d.mu.Unlock()
+	return append(dst, h.c.results...), h.c.access
+}

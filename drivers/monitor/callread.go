@@ -74,7 +74,7 @@ func (c *callRec) Cancel() drivers.CancelResult {
 	rec, m := c, c.m
 	v0 := rec.facts.Load()
 	res0, acc0 := readState(rec.inner, nil) // kept across Cancel: not the shared buffer
-	if _, ok := rec.inner.(ResultsAppender); !ok {
+	if !appends(rec.inner) {
 		res0 = slices.Clone(res0)
 	}
 	m.mu.Lock()
@@ -159,10 +159,24 @@ func (c *callRec) Cancel() drivers.CancelResult {
 // readResults). A conforming driver finalizes every row before access ENDS,
 // so this order never pairs ENDED with rows that look pending; the other
 // order can, on a concurrent driver, and an observer that releases memory
-// on ENDED would then read a FETCH slot too late.
+// on ENDED would then read a FETCH slot too late. A [StateAppender] reads
+// both at once, one snapshot, which keeps that promise too.
 func readState(c drivers.Call, buf []drivers.Status) ([]drivers.Status, drivers.Access) {
+	if s, ok := c.(StateAppender); ok {
+		return s.AppendState(buf[:0])
+	}
 	acc := c.Access()
 	return readResults(c, buf), acc
+}
+
+// appends reports whether the monitor reads c's results into a buffer of
+// its own (readResults, readState) rather than taking c's Results slice.
+func appends(c drivers.Call) bool {
+	switch c.(type) {
+	case StateAppender, ResultsAppender:
+		return true
+	}
+	return false
 }
 
 // readResults is c's results for the monitor to look at: appended to

@@ -24,6 +24,14 @@ type ResultsAppender interface {
 	AppendResults(dst []drivers.Status) []drivers.Status
 }
 
+// StateAppender is an optional interface of a drivers.Call: AppendState
+// is Access and AppendResults(dst) read together, as one snapshot (one
+// lock round trip instead of two). The monitor prefers it for the reads it
+// makes itself.
+type StateAppender interface {
+	AppendState(dst []drivers.Status) ([]drivers.Status, drivers.Access)
+}
+
 // LiveReporter is an optional interface: Live reports whether h still names a
 // live registration of the driver (its own table, not the monitor's). It
 // lets the monitor check D-REG-3 (a stale close left the newer registration
