@@ -321,14 +321,32 @@ func (d *Driver) Unregister(h drivers.Handle) error {
 // d.mu.
 func (d *Driver) closeOne(b *binding) error {
 	if b.users > 0 && !d.hooks.waive(rules.DReg6, 0) {
-		return detailf(drivers.ErrBusy, "region %q is named by %d call(s) whose access is not ENDED (D-REG-6)", b.region.Label, b.users)
+		return &closeError{drivers.ErrBusy, b.region.Label, b.users}
 	}
 	if b.stuck || d.rReg.Chance(d.mix.UnregisterFail) {
-		return detailf(drivers.ErrUnregisterFailed, "region %q stays registered; close it again (D-REG-4)", b.region.Label)
+		return &closeError{drivers.ErrUnregisterFailed, b.region.Label, 0}
 	}
 	delete(d.bindings, b.h)
 	return nil
 }
+
+// closeError is a refused or failed close (closeOne). Callers mostly match
+// it (errors.Is) and retry, so its text is formatted only when asked: the
+// text fmt.Errorf("%w: …", sentinel, …) gave, and Unwrap the sentinel.
+type closeError struct {
+	sentinel error // drivers.ErrBusy or drivers.ErrUnregisterFailed
+	label    string
+	users    int // the calls naming the region (ErrBusy)
+}
+
+func (e *closeError) Error() string {
+	if e.sentinel == drivers.ErrBusy {
+		return fmt.Sprintf("%v: region %q is named by %d call(s) whose access is not ENDED (D-REG-6)", e.sentinel, e.label, e.users)
+	}
+	return fmt.Sprintf("%v: region %q stays registered; close it again (D-REG-4)", e.sentinel, e.label)
+}
+
+func (e *closeError) Unwrap() error { return e.sentinel }
 
 // Contains implements drivers.Driver (D-LOOK-1, D-LOOK-2). It touches no
 // caller memory.
