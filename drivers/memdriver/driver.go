@@ -69,7 +69,7 @@ type Driver struct {
 	lblBegin, lblRow, lblChunk, lblLate, lblSettle, lblProof, lblTimeout, lblWake string
 
 	mu   sync.Mutex
-	cond *sync.Cond // signalled when a callback returns (Shutdown waits, D-CB-5)
+	cond sync.Cond // on mu; signalled when a callback returns (Shutdown waits, D-CB-5)
 
 	rTiming, rFault, rReg, rLook *sim.Rand
 
@@ -77,7 +77,7 @@ type Driver struct {
 	lastCall   drivers.CallID
 	bindings   map[drivers.Handle]*binding
 	calls      map[drivers.CallID]*call // not yet retired
-	stale      map[string]bool          // keys marked by stale-lookup faults
+	stale      map[string]bool          // keys marked by stale-lookup faults (markStale); nil until one is
 	together   []drivers.Handle         // the live together-batch (TogetherDriver)
 	draining   bool
 	shut       bool
@@ -117,9 +117,8 @@ func New(rt sim.Runtime, store *Store, cfg Config) *Driver {
 		step: cfg.StepDelay, hooks: cfg.Hooks,
 		bindings: map[drivers.Handle]*binding{},
 		calls:    map[drivers.CallID]*call{},
-		stale:    map[string]bool{},
 	}
-	d.cond = sync.NewCond(&d.mu)
+	d.cond.L = &d.mu
 	d.runs, _ = rt.(afterRunner)
 	if d.name == "" {
 		d.name = "mem"
@@ -375,7 +374,7 @@ func (d *Driver) Contains(ctx context.Context, keys []string) ([]bool, error) {
 	for i, k := range keys {
 		found[i] = d.store.Has(k)
 		if found[i] && d.store.Evicting() && d.rLook.Chance(d.mix.StaleLookup) {
-			d.stale[k] = true // evicted before the next FETCH of k
+			d.markStale(k) // evicted before the next FETCH of k
 		}
 	}
 	return found, nil
