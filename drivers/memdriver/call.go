@@ -19,7 +19,8 @@ type call struct {
 	plan     plan
 	dir      drivers.Direction
 
-	// The flags sit together so that the call stays in its size class.
+	// The flags sit together, without padding between them (calls come
+	// from Driver.callSlab).
 	access    drivers.Access
 	begun     bool
 	stopped   bool // the driver stopped waiting (error-after, timeout)

@@ -24,7 +24,8 @@ type callRec struct {
 	sbuf    [16]drivers.Status // known and cbRes of batches up to 8 rows
 	inner   drivers.Call       // nil until Submit returned
 
-	// The flags sit together so that a callRec fits in 256 bytes.
+	// The flags sit together, without padding between them (callRecs come
+	// from Monitor.callSlab, a few hundred bytes each).
 	settled  bool           // a callback saw every row final and access ENDED
 	refused  bool           // Submit returned an error
 	invalid  bool           // the batch failed RowBatch.Validate
