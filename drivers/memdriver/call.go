@@ -19,7 +19,8 @@ type call struct {
 	plan     plan
 	dir      drivers.Direction
 
-	// The flags sit together so that the call stays in its size class.
+	// The flags sit together, without padding between them (calls come
+	// from Driver.callSlab).
 	access    drivers.Access
 	begun     bool
 	stopped   bool // the driver stopped waiting (error-after, timeout)
@@ -76,12 +77,14 @@ type rowState struct {
 	limit  int            // bytes to move (< SlotBytes when cut short)
 	chunks int
 	next   int
-	step   func() // the row's every event (rowStep), made when the call begins
+	c      *call // the row's call and index: the row is its own event (Run)
+	i      int
 }
 
 func (d *Driver) newCall(b drivers.RowBatch, onChange func()) *call {
 	d.lastCall++
-	c := &call{id: d.lastCall, dir: b.Dir, onChange: onChange}
+	c := d.callSlab.New() // calls live about as long as the run
+	c.id, c.dir, c.onChange = d.lastCall, b.Dir, onChange
 	if n := len(b.Rows); n <= inlineRows {
 		c.rows = append(c.inl.rows[:0:n], b.Rows...)
 		c.regions, c.results, c.rs = c.inl.regions[:n:n], c.inl.results[:n:n], c.inl.rs[:n:n]
@@ -91,6 +94,7 @@ func (d *Driver) newCall(b drivers.RowBatch, onChange func()) *call {
 	}
 	c.handles = c.inl.handles[:0:len(c.inl.handles)]
 	for i, r := range c.rows {
+		c.rs[i].c, c.rs[i].i = c, i
 		bd := d.bindings[r.Handle]
 		c.regions[i] = &bd.region
 		if !containsHandle(c.handles, r.Handle) {
@@ -143,9 +147,9 @@ func (d *Driver) delay(c *call) time.Duration {
 	return time.Duration(n)
 }
 
-// after schedules fn as a step of c. Caller holds d.mu.
-func (d *Driver) after(c *call, label string, fn func()) {
-	d.rt.After(d.delay(c), label, fn)
+// after schedules r as a step of c. Caller holds d.mu.
+func (d *Driver) after(c *call, label string, r sim.Runner) {
+	d.afterRun(d.delay(c), label, r)
 }
 
 // begin starts the call: error-before fails it whole; otherwise every row
@@ -165,14 +169,11 @@ func (d *Driver) begin(c *call) {
 	default:
 		for i := range c.rows {
 			if !c.results[i].Final() {
-				if c.rs[i].step == nil {
-					c.rs[i].step = func() { d.rowStep(c, i) }
-				}
-				d.after(c, d.lblRow, c.rs[i].step)
+				d.after(c, d.lblRow, &c.rs[i])
 			}
 		}
 		if c.plan.timeoutAt > 0 {
-			d.rt.After(c.plan.timeoutAt, d.lblTimeout, func() { d.timeout(c) })
+			d.afterRun(c.plan.timeoutAt, d.lblTimeout, (*callTimeout)(c))
 		}
 	}
 	d.maybeEnd(c)
@@ -181,13 +182,11 @@ func (d *Driver) begin(c *call) {
 
 // rowStep is every event of row i: its start, each chunk, then maybe a late
 // write, in that order and never two scheduled at once, so the row's phase
-// says which one this is. One closure per row serves them all (rowState.step).
-// Row 0's closure carries the call's begin event first (Submit).
+// says which one this is. The row itself is the event (rowState.Run); begin
+// schedules its start.
 func (d *Driver) rowStep(c *call, i int) {
 	d.mu.Lock()
 	switch {
-	case !c.begun:
-		d.begin(c)
 	case c.rs[i].phase == rowIdle:
 		d.startRow(c, i)
 	case c.rs[i].phase == rowRunning:
@@ -274,7 +273,7 @@ func (d *Driver) startRow(c *call, i int) {
 		return
 	}
 	rs.chunks = min(1+d.rTiming.Intn(3), rs.limit)
-	d.after(c, d.lblChunk, rs.step)
+	d.after(c, d.lblChunk, rs)
 	d.mu.Unlock()
 }
 
@@ -317,7 +316,7 @@ func (d *Driver) moveChunk(c *call, i int) {
 		d.stop(c, drivers.Fault, c.plan.errorProves)
 	}
 	if rs.next < rs.chunks {
-		d.after(c, d.lblChunk, rs.step)
+		d.after(c, d.lblChunk, rs)
 		d.mu.Unlock()
 		return
 	}
@@ -344,7 +343,7 @@ func (d *Driver) finishTransfer(c *call, i int) {
 	}
 	if c.dir == drivers.Fetch && c.results[i] == drivers.OK && d.rFault.Chance(d.mix.LateWrite) {
 		// RDMA-style late write: after the result, before access ENDED.
-		d.after(c, d.lblLate, rs.step)
+		d.after(c, d.lblLate, rs)
 		return
 	}
 	c.inFlight--
@@ -406,7 +405,7 @@ func (d *Driver) maybeEnd(c *call) {
 	if c.access == drivers.AccessUnprovable {
 		if c.proves {
 			c.proofDue = true
-			d.after(c, d.lblProof, func() { d.proof(c) })
+			d.after(c, d.lblProof, (*callProof)(c))
 		}
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim"
+	"github.com/storesim/storesim/sim/slab"
 )
 
 // DefaultCaps are the capabilities of a driver whose Config.Caps is zero.
@@ -56,6 +57,7 @@ type Driver struct {
 	failAtLabel string // InjectTogetherFailure's one shot (inject.go)
 
 	rt     sim.Runtime
+	runs   afterRunner // rt, when it schedules Runners itself (events.go)
 	store  *Store
 	name   string
 	caps   drivers.Capabilities
@@ -67,7 +69,7 @@ type Driver struct {
 	lblBegin, lblRow, lblChunk, lblLate, lblSettle, lblProof, lblTimeout, lblWake string
 
 	mu   sync.Mutex
-	cond *sync.Cond // signalled when a callback returns (Shutdown waits, D-CB-5)
+	cond sync.Cond // on mu; signalled when a callback returns (Shutdown waits, D-CB-5)
 
 	rTiming, rFault, rReg, rLook *sim.Rand
 
@@ -75,13 +77,15 @@ type Driver struct {
 	lastCall   drivers.CallID
 	bindings   map[drivers.Handle]*binding
 	calls      map[drivers.CallID]*call // not yet retired
-	stale      map[string]bool          // keys marked by stale-lookup faults
+	stale      map[string]bool          // keys marked by stale-lookup faults (markStale); nil until one is
 	together   []drivers.Handle         // the live together-batch (TogetherDriver)
 	draining   bool
 	shut       bool
 	quarantine string // why; "" when not quarantined (D-QUAR)
 	inCallback int
 	toWake     []*call
+	callSlab   slab.Of[call]    // every call's record (newCall); guarded by mu
+	bindSlab   slab.Of[binding] // every binding's record (reserve); guarded by mu
 }
 
 var _ drivers.Driver = (*Driver)(nil)
@@ -113,9 +117,9 @@ func New(rt sim.Runtime, store *Store, cfg Config) *Driver {
 		step: cfg.StepDelay, hooks: cfg.Hooks,
 		bindings: map[drivers.Handle]*binding{},
 		calls:    map[drivers.CallID]*call{},
-		stale:    map[string]bool{},
 	}
-	d.cond = sync.NewCond(&d.mu)
+	d.cond.L = &d.mu
+	d.runs, _ = rt.(afterRunner)
 	if d.name == "" {
 		d.name = "mem"
 	}
@@ -186,7 +190,26 @@ func (d *Driver) Quarantined() string {
 }
 
 func refused(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", drivers.ErrRegistrationRefused, fmt.Sprintf(format, args...))
+	return detailf(drivers.ErrRegistrationRefused, format, args...)
+}
+
+// detailError is a sentinel and its detail: the text of
+// fmt.Errorf("%w: "+format, sentinel, args...), formatted once into one
+// string (as package drivers does its own: two allocations, not four).
+// Unwrap gives the sentinel, so errors.Is and errors.As answer as for
+// fmt's error.
+type detailError struct {
+	sentinel error
+	text     string
+}
+
+func (e *detailError) Error() string { return e.text }
+func (e *detailError) Unwrap() error { return e.sentinel }
+
+func detailf(sentinel error, format string, args ...any) error {
+	var buf [128]byte
+	b := append(append(buf[:0], sentinel.Error()...), ": "...)
+	return &detailError{sentinel, string(fmt.Appendf(b, format, args...))}
 }
 
 // refuseRegistration is the common refusal of Register and RegisterTogether:
@@ -236,7 +259,8 @@ func (d *Driver) sortedBindings(buf []*binding) []*binding {
 // handles are never reused (D-REG-3). Caller holds d.mu.
 func (d *Driver) reserve(r drivers.Region) *binding {
 	d.lastHandle++
-	b := &binding{h: d.lastHandle, region: r, state: bindInProgress}
+	b := d.bindSlab.New()
+	*b = binding{h: d.lastHandle, region: r, state: bindInProgress}
 	d.bindings[b.h] = b
 	return b
 }
@@ -296,14 +320,32 @@ func (d *Driver) Unregister(h drivers.Handle) error {
 // d.mu.
 func (d *Driver) closeOne(b *binding) error {
 	if b.users > 0 && !d.hooks.waive(rules.DReg6, 0) {
-		return fmt.Errorf("%w: region %q is named by %d call(s) whose access is not ENDED (D-REG-6)", drivers.ErrBusy, b.region.Label, b.users)
+		return &closeError{drivers.ErrBusy, b.region.Label, b.users}
 	}
 	if b.stuck || d.rReg.Chance(d.mix.UnregisterFail) {
-		return fmt.Errorf("%w: region %q stays registered; close it again (D-REG-4)", drivers.ErrUnregisterFailed, b.region.Label)
+		return &closeError{drivers.ErrUnregisterFailed, b.region.Label, 0}
 	}
 	delete(d.bindings, b.h)
 	return nil
 }
+
+// closeError is a refused or failed close (closeOne). Callers mostly match
+// it (errors.Is) and retry, so its text is formatted only when asked: the
+// text fmt.Errorf("%w: …", sentinel, …) gave, and Unwrap the sentinel.
+type closeError struct {
+	sentinel error // drivers.ErrBusy or drivers.ErrUnregisterFailed
+	label    string
+	users    int // the calls naming the region (ErrBusy)
+}
+
+func (e *closeError) Error() string {
+	if e.sentinel == drivers.ErrBusy {
+		return fmt.Sprintf("%v: region %q is named by %d call(s) whose access is not ENDED (D-REG-6)", e.sentinel, e.label, e.users)
+	}
+	return fmt.Sprintf("%v: region %q stays registered; close it again (D-REG-4)", e.sentinel, e.label)
+}
+
+func (e *closeError) Unwrap() error { return e.sentinel }
 
 // Contains implements drivers.Driver (D-LOOK-1, D-LOOK-2). It touches no
 // caller memory.
@@ -324,15 +366,15 @@ func (d *Driver) Contains(ctx context.Context, keys []string) ([]bool, error) {
 	case d.rLook.Chance(d.mix.LookupError):
 		// D-LOOK-2: an outage or a wrong-length answer is an error, never "absent".
 		if d.rLook.Chance(0.5) {
-			return nil, fmt.Errorf("%w: store outage (injected)", drivers.ErrLookupFailed)
+			return nil, detailf(drivers.ErrLookupFailed, "store outage (injected)")
 		}
-		return nil, fmt.Errorf("%w: store answered %d results for %d keys (injected)", drivers.ErrLookupFailed, len(keys)+1, len(keys))
+		return nil, detailf(drivers.ErrLookupFailed, "store answered %d results for %d keys (injected)", len(keys)+1, len(keys))
 	}
 	found := make([]bool, len(keys))
 	for i, k := range keys {
 		found[i] = d.store.Has(k)
 		if found[i] && d.store.Evicting() && d.rLook.Chance(d.mix.StaleLookup) {
-			d.stale[k] = true // evicted before the next FETCH of k
+			d.markStale(k) // evicted before the next FETCH of k
 		}
 	}
 	return found, nil
@@ -347,9 +389,9 @@ func (d *Driver) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, erro
 	case d.cfgErr != nil:
 		return nil, fmt.Errorf("%w: %w", drivers.ErrInvalidSubmission, d.cfgErr)
 	case d.shut || d.draining:
-		return nil, fmt.Errorf("%w: driver %q is draining or shut down (D-DRAIN-1)", drivers.ErrClosed, d.name)
+		return nil, detailf(drivers.ErrClosed, "driver %q is draining or shut down (D-DRAIN-1)", d.name)
 	case d.quarantine != "":
-		return nil, fmt.Errorf("%w: driver %q is quarantined: %s (D-QUAR)", drivers.ErrClosed, d.name, d.quarantine)
+		return nil, detailf(drivers.ErrClosed, "driver %q is quarantined: %s (D-QUAR)", d.name, d.quarantine)
 	}
 	check, move := b, b
 	if h := d.hooks; h != nil && h.Batch != nil {
@@ -359,19 +401,13 @@ func (d *Driver) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, erro
 		return nil, err
 	}
 	if d.rFault.Chance(d.mix.SubmitReject) {
-		return nil, fmt.Errorf("%w: driver %q is busy (injected back-pressure)", drivers.ErrRejected, d.name)
+		return nil, detailf(drivers.ErrRejected, "driver %q is busy (injected back-pressure)", d.name)
 	}
 	if d.rFault.Chance(d.mix.SubmitError) {
 		return nil, fmt.Errorf("driver %q: %w (injected; D-SUB-2: treat the rows as UNPROVABLE)", d.name, errTransport)
 	}
 	c := d.newCall(move, onChange)
-	// The begin event runs through row 0's closure, which then serves the
-	// row's own events (rowStep): one closure fewer per call.
-	ev := func() { d.rowStep(c, 0) }
-	if len(c.rs) > 0 {
-		c.rs[0].step = ev
-	}
-	d.rt.After(d.delay(c), d.lblBegin, ev)
+	d.after(c, d.lblBegin, (*callBegin)(c))
 	return &c.handle, nil // part of the call: no allocation of its own
 }
 

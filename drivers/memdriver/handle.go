@@ -55,10 +55,26 @@ func (h *callHandle) Cancel() drivers.CancelResult {
 			d.setAccess(c, a)
 		}
 	}
-	d.rt.After(0, d.lblSettle, func() { d.settle(c) })
+	d.afterRun(0, d.lblSettle, (*callSettle)(c))
 	d.unlockAndWake()
 	return drivers.CancelRequested
 }
 
 // Run is the call's notification (sim.Runner, through its wake).
 func (c *call) Run() { c.handle.d.runNotify(c) }
+
+// AppendResults implements monitor.ResultsAppender: the Results snapshot
+// appended to dst, so a reader that only looks reuses its buffer.
+func (h *callHandle) AppendResults(dst []drivers.Status) []drivers.Status {
+	h.d.mu.Lock()
+	defer h.d.mu.Unlock()
+	return append(dst, h.c.results...)
+}
+
+// AppendState implements monitor.StateAppender: Access and AppendResults
+// as one snapshot, under one lock.
+func (h *callHandle) AppendState(dst []drivers.Status) ([]drivers.Status, drivers.Access) {
+	h.d.mu.Lock()
+	defer h.d.mu.Unlock()
+	return append(dst, h.c.results...), h.c.access
+}

@@ -41,6 +41,15 @@ func (d *Driver) SetFault(kind string, rate float64) error {
 func (d *Driver) InjectStaleLookup(key string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.markStale(key)
+}
+
+// markStale makes key stale (see InjectStaleLookup); most runs never mark
+// one, so the map is made on the first. Caller holds d.mu.
+func (d *Driver) markStale(key string) {
+	if d.stale == nil {
+		d.stale = map[string]bool{}
+	}
 	d.stale[key] = true
 }
 

@@ -24,7 +24,8 @@ type callRec struct {
 	sbuf    [16]drivers.Status // known and cbRes of batches up to 8 rows
 	inner   drivers.Call       // nil until Submit returned
 
-	// The flags sit together so that a callRec fits in 256 bytes.
+	// The flags sit together, without padding between them (callRecs come
+	// from Monitor.callSlab, a few hundred bytes each).
 	settled  bool           // a callback saw every row final and access ENDED
 	refused  bool           // Submit returned an error
 	invalid  bool           // the batch failed RowBatch.Validate
@@ -39,6 +40,10 @@ type callRec struct {
 	// facts is still v when it is recorded: otherwise a fact was learned
 	// while the read was under way and the read may simply be older.
 	facts atomic.Uint64
+
+	// The buffer the monitor's own reads of the call share (lendBuf).
+	rbuf    [8]drivers.Status
+	bufLent atomic.Bool
 
 	// The signalled state: the join of every callback snapshot (D-CB-1/2).
 	cbRes     []drivers.Status
@@ -87,7 +92,9 @@ func (m *Monitor) validLocked(b drivers.RowBatch) bool {
 // Submit implements drivers.Driver (D-SUB-1, D-SUB-2, D-SUB-3,
 // D-BATCH-VALID, D-BATCH-KEYS, D-DRAIN-1, "capabilities").
 func (m *Monitor) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error) {
-	rec := &callRec{m: m, batch: b, runIdx: -1}
+	m.mu.Lock()
+	rec := m.callSlab.New()
+	rec.m, rec.batch, rec.runIdx = m, b, -1
 	rows := rec.sbuf[:]
 	if n := 2 * len(b.Rows); n > len(rows) {
 		rows = make([]drivers.Status, n)
@@ -99,7 +106,6 @@ func (m *Monitor) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, err
 			rec.handles = append(rec.handles, r.Handle)
 		}
 	}
-	m.mu.Lock()
 	var verr error
 	if !m.validLocked(b) {
 		verr = b.Validate(m.caps, m.liveLocked)
@@ -181,11 +187,13 @@ func (m *Monitor) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, err
 		// A callback before Submit returned could not read the call: credit
 		// the state right after Submit to it (lenient; see the package doc).
 		v := rec.facts.Load()
-		res, acc := readState(c)
+		buf, lent := rec.lendBuf()
+		res, acc := readState(c, buf)
 		m.mu.Lock()
 		m.observeLocked(rec, res, acc, v)
 		m.signalLocked(rec, res, acc)
 		m.mu.Unlock()
+		rec.returnBuf(lent)
 	}
 	return rec, nil
 }
@@ -264,7 +272,8 @@ func (m *Monitor) wrapCallback(rec *callRec, user func()) func() {
 		} else {
 			m.mu.Unlock()
 			v := rec.facts.Load()
-			res, acc, pr := m.snapshot(inner)
+			buf, lent := rec.lendBuf()
+			res, acc, pr := m.snapshot(inner, buf)
 			m.mu.Lock()
 			rec.callbacks++
 			m.callbackEventLocked(rec)
@@ -285,6 +294,7 @@ func (m *Monitor) wrapCallback(rec *callRec, user func()) func() {
 					rules.DCB4, m.now(), m.opts.Seed, rec.id, pr.Observed))
 			}
 			m.mu.Unlock()
+			rec.returnBuf(lent)
 		}
 		if user != nil {
 			user()
@@ -313,14 +323,17 @@ func (m *Monitor) callbackEventLocked(c *callRec) {
 }
 
 // snapshot reads the call's state from inside its callback without
-// deadlocking on a driver that calls back under its lock (D-CB-4). Unless
-// the verdict is ReadReturned, res and acc are not the call's state and
-// Observed says what was seen instead.
-func (m *Monitor) snapshot(c drivers.Call) (res []drivers.Status, acc drivers.Access, pr ProbeResult) {
+// deadlocking on a driver that calls back under its lock (D-CB-4); the
+// results go into buf (readResults). Unless the verdict is ReadReturned,
+// res and acc are not the call's state and Observed says what was seen
+// instead.
+func (m *Monitor) snapshot(c drivers.Call, buf []drivers.Status) (res []drivers.Status, acc drivers.Access, pr ProbeResult) {
 	if m.opts.LockProbe != nil {
 		var r []drivers.Status
 		var a drivers.Access
-		pr = m.opts.LockProbe(func() { r, a = readState(c) })
+		// Not into buf: a read the probe gave up on may still be under way
+		// when the buffer is given back.
+		pr = m.opts.LockProbe(func() { r, a = readState(c, nil) })
 		switch pr.Verdict {
 		case ReadReturned:
 			return r, a, ProbeResult{}
@@ -335,17 +348,19 @@ func (m *Monitor) snapshot(c drivers.Call) (res []drivers.Status, acc drivers.Ac
 	if m.prober != nil && m.prober.Locked() {
 		return nil, 0, ProbeResult{Verdict: ReadBlocked, Observed: "the driver's lock was held while a callback ran (LockProber)"}
 	}
-	res, acc = readState(c)
+	res, acc = readState(c, buf)
 	return res, acc, ProbeResult{}
 }
 
 // refresh reads a call's state (outside the lock) and records it.
 func (m *Monitor) refresh(c *callRec) {
 	v := c.facts.Load()
-	res, acc := readState(c.inner)
+	buf, lent := c.lendBuf()
+	res, acc := readState(c.inner, buf)
 	m.mu.Lock()
 	m.observeLocked(c, res, acc, v)
 	m.mu.Unlock()
+	c.returnBuf(lent)
 }
 
 // observeLocked compares one read of a call's state with the facts seen so

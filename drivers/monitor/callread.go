@@ -13,7 +13,8 @@ import (
 // ID implements drivers.Call.
 func (c *callRec) ID() drivers.CallID { return c.id }
 
-// Results implements drivers.Call; the answer is observed.
+// Results implements drivers.Call; the answer is observed. It is the
+// inner call's own snapshot, the caller's to keep or change.
 func (c *callRec) Results() []drivers.Status {
 	v := c.facts.Load()
 	res := c.inner.Results()
@@ -24,24 +25,46 @@ func (c *callRec) Results() []drivers.Status {
 	return res
 }
 
+// AppendResults implements [ResultsAppender]: Results appended to dst, for
+// a caller that reuses its buffer. The answer is observed.
+func (c *callRec) AppendResults(dst []drivers.Status) []drivers.Status {
+	v := c.facts.Load()
+	n := len(dst)
+	if a, ok := c.inner.(ResultsAppender); ok {
+		dst = a.AppendResults(dst)
+	} else {
+		dst = append(dst, c.inner.Results()...)
+	}
+	m := c.m
+	m.mu.Lock()
+	m.observeRowsLocked(c, dst[n:], c.knownAcc, v)
+	m.mu.Unlock()
+	return dst
+}
+
 // Access implements drivers.Call; the answer is observed.
 func (c *callRec) Access() drivers.Access {
 	v := c.facts.Load()
 	acc := c.inner.Access()
+	ended := acc == drivers.AccessEnded
 	var res []drivers.Status
-	if acc == drivers.AccessEnded {
+	lent := false
+	if ended {
 		// Observers hear the rows' final results before ENDED: one that
 		// releases memory on ENDED must not beat the recorder's read of a
 		// FETCH slot.
-		res = c.inner.Results()
+		var buf []drivers.Status
+		buf, lent = c.lendBuf()
+		res = readResults(c.inner, buf)
 	}
 	m := c.m
 	m.mu.Lock()
-	if res != nil {
+	if ended {
 		m.observeRowsLocked(c, res, acc, v)
 	}
 	m.observeAccessLocked(c, acc, v)
 	m.mu.Unlock()
+	c.returnBuf(lent)
 	return acc
 }
 
@@ -50,8 +73,10 @@ func (c *callRec) Access() drivers.Access {
 func (c *callRec) Cancel() drivers.CancelResult {
 	rec, m := c, c.m
 	v0 := rec.facts.Load()
-	res0, acc0 := readState(rec.inner)
-	res0 = slices.Clone(res0)
+	res0, acc0 := readState(rec.inner, nil) // kept across Cancel: not the shared buffer
+	if !appends(rec.inner) {
+		res0 = slices.Clone(res0)
+	}
 	m.mu.Lock()
 	m.observeLocked(rec, res0, acc0, v0)
 	m.mu.Unlock()
@@ -66,7 +91,9 @@ func (c *callRec) Cancel() drivers.CancelResult {
 		r = rec.inner.Cancel()
 	}
 	v1 := rec.facts.Load()
-	res1, acc1 := readState(rec.inner)
+	buf, lent := rec.lendBuf()
+	defer rec.returnBuf(lent) // res1 is read until Cancel returns
+	res1, acc1 := readState(rec.inner, buf)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -128,12 +155,56 @@ func (c *callRec) Cancel() drivers.CancelResult {
 	return r
 }
 
-// readState reads a call's access before its results. A conforming driver
-// finalizes every row before access ENDS, so this order never pairs ENDED
-// with rows that look pending; the other order can, on a concurrent driver,
-// and an observer that releases memory on ENDED would then read a FETCH
-// slot too late.
-func readState(c drivers.Call) ([]drivers.Status, drivers.Access) {
+// readState reads a call's access before its results (into buf, see
+// readResults). A conforming driver finalizes every row before access ENDS,
+// so this order never pairs ENDED with rows that look pending; the other
+// order can, on a concurrent driver, and an observer that releases memory
+// on ENDED would then read a FETCH slot too late. A [StateAppender] reads
+// both at once, one snapshot, which keeps that promise too.
+func readState(c drivers.Call, buf []drivers.Status) ([]drivers.Status, drivers.Access) {
+	if s, ok := c.(StateAppender); ok {
+		return s.AppendState(buf[:0])
+	}
 	acc := c.Access()
-	return c.Results(), acc
+	return readResults(c, buf), acc
+}
+
+// appends reports whether the monitor reads c's results into a buffer of
+// its own (readResults, readState) rather than taking c's Results slice.
+func appends(c drivers.Call) bool {
+	switch c.(type) {
+	case StateAppender, ResultsAppender:
+		return true
+	}
+	return false
+}
+
+// readResults is c's results for the monitor to look at: appended to
+// buf[:0] when c is a [ResultsAppender], else c's own Results.
+func readResults(c drivers.Call, buf []drivers.Status) []drivers.Status {
+	if a, ok := c.(ResultsAppender); ok {
+		return a.AppendResults(buf[:0])
+	}
+	return c.Results()
+}
+
+// lendBuf lends the call's read buffer. The monitor's own reads of a call
+// (callbacks, Access, Cancel, Drain, Shutdown, Finish) only look at the
+// results, and are done with them before returnBuf, so one buffer per call
+// serves them all instead of a copy per read. A read that races another on
+// a concurrent driver finds the buffer lent and gets nil: a fresh slice.
+// lent says whether returnBuf must give it back.
+func (c *callRec) lendBuf() (buf []drivers.Status, lent bool) {
+	if !c.bufLent.CompareAndSwap(false, true) {
+		return nil, false
+	}
+	return c.rbuf[:0], true
+}
+
+// returnBuf gives back what lendBuf lent; the results read into it must not
+// be used after this.
+func (c *callRec) returnBuf(lent bool) {
+	if lent {
+		c.bufLent.Store(false)
+	}
 }

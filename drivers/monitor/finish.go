@@ -69,7 +69,8 @@ func (m *Monitor) Finish() []rules.Violation {
 	slices.SortFunc(recs, func(a, b *callRec) int { return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.index, b.index)) })
 	for _, c := range recs {
 		v := c.facts.Load()
-		res, acc := readState(c.inner)
+		buf, lent := c.lendBuf()
+		res, acc := readState(c.inner, buf)
 		m.mu.Lock()
 		m.observeLocked(c, res, acc, v)
 		m.unsignalledLocked(c, res, acc)
@@ -82,6 +83,7 @@ func (m *Monitor) Finish() []rules.Violation {
 			}
 		}
 		m.mu.Unlock()
+		c.returnBuf(lent)
 	}
 	m.mu.Lock()
 	m.fullSizeLocked()

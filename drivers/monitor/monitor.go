@@ -12,6 +12,7 @@ import (
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/sim"
+	"github.com/storesim/storesim/sim/slab"
 )
 
 // Options configures a [Monitor].
@@ -76,6 +77,11 @@ type Monitor struct {
 	regs    map[drivers.Handle]*regRec
 	running []*callRec // calls with a wrapped callback running now
 	sizes   []SizeStat // indexed by batch size, valid batches only
+
+	// The records of calls and registrations, which live about as long as
+	// the monitor (the caller keeps its calls).
+	callSlab slab.Of[callRec]
+	regSlab  slab.Of[regRec]
 
 	drained         bool // a Drain returned
 	drainDone       bool // a Drain answered Done

@@ -14,6 +14,24 @@ type LockProber interface {
 	Locked() bool
 }
 
+// ResultsAppender is an optional interface of a drivers.Call:
+// AppendResults appends what Results would return to dst and returns it.
+// The monitor reads a call that has it into a buffer of its own, instead
+// of a fresh snapshot per read; the calls the monitor hands out have it
+// too, for callers that only look at the results (Results stays the copy
+// a caller may keep or change).
+type ResultsAppender interface {
+	AppendResults(dst []drivers.Status) []drivers.Status
+}
+
+// StateAppender is an optional interface of a drivers.Call: AppendState
+// is Access and AppendResults(dst) read together, as one snapshot (one
+// lock round trip instead of two). The monitor prefers it for the reads it
+// makes itself.
+type StateAppender interface {
+	AppendState(dst []drivers.Status) ([]drivers.Status, drivers.Access)
+}
+
 // LiveReporter is an optional interface: Live reports whether h still names a
 // live registration of the driver (its own table, not the monitor's). It
 // lets the monitor check D-REG-3 (a stale close left the newer registration

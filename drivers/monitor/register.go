@@ -101,7 +101,9 @@ func (m *Monitor) addRegLocked(h drivers.Handle, r drivers.Region) {
 		m.violateLocked(rules.Violation{Rule: rules.DReg3, Row: -1, Region: r.Label,
 			Detail: fmt.Sprintf("handle %d reused (it named region %q before); a stale close could take down the new registration", h, old.r.Label)})
 	}
-	m.regs[h] = &regRec{h: h, r: r, live: true, duringShutdown: m.shutting && !m.shutdown}
+	rec := m.regSlab.New()
+	*rec = regRec{h: h, r: r, live: true, duringShutdown: m.shutting && !m.shutdown}
+	m.regs[h] = rec
 	at := m.now()
 	for _, o := range m.opts.Observers {
 		o.Registered(at, h, r)

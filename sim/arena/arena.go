@@ -146,6 +146,11 @@ type Arena struct {
 	vseen      map[violationKey]bool
 	dropped    int          // touches beyond MaxLog, violations beyond MaxViolations
 	sh         *sharedState // nil: Go heap memory (shared.go)
+
+	// A small arena (a probe's: a few slots of tens of bytes) keeps its
+	// slots and bytes inline: one allocation instead of three.
+	slotsInline [4]slotInfo
+	bufInline   [256]byte
 }
 
 // The bounds of what an arena keeps, whatever a driver does: a driver
@@ -186,15 +191,21 @@ type violationKey struct {
 // New returns an arena of slots*slotBytes bytes, all slots at the lender,
 // not registered.
 func New(label string, slots, slotBytes int, opts Options) *Arena {
-	a := &Arena{
-		label: label, slotBytes: slotBytes, opts: opts,
-		slots: make([]slotInfo, slots),
+	a := &Arena{label: label, slotBytes: slotBytes, opts: opts}
+	if slots <= len(a.slotsInline) {
+		a.slots = a.slotsInline[:slots:slots]
+	} else {
+		a.slots = make([]slotInfo, slots)
 	}
 	if opts.Shared != nil && slots*slotBytes > 0 {
 		a.placeShared(opts.Shared, slots*slotBytes)
 	}
 	if a.buf == nil {
-		a.buf = make([]byte, slots*slotBytes)
+		if n := slots * slotBytes; n <= len(a.bufInline) {
+			a.buf = a.bufInline[:n:n]
+		} else {
+			a.buf = make([]byte, n)
+		}
 	}
 	return a
 }
@@ -377,9 +388,16 @@ func (a *Arena) Fill(slot int, content []byte) {
 
 // Peek copies slot's bytes as the owner (no touch is recorded).
 func (a *Arena) Peek(slot int) []byte {
+	return a.AppendPeek(nil, slot)
+}
+
+// AppendPeek appends slot's bytes to dst as the owner (no touch is
+// recorded) and returns it: Peek for a caller that reuses its buffer, as
+// one that only digests the bytes can.
+func (a *Arena) AppendPeek(dst []byte, slot int) []byte {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]byte(nil), a.buf[slot*a.slotBytes:(slot+1)*a.slotBytes]...)
+	return append(dst, a.buf[slot*a.slotBytes:(slot+1)*a.slotBytes]...)
 }
 
 // Touches returns the touch log (Options.Log).
