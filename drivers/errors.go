@@ -37,11 +37,11 @@ var (
 )
 
 func invalidCaps(format string, args ...any) error {
-	return detailf(ErrInvalidCapabilities, format, args...)
+	return Detailf(ErrInvalidCapabilities, format, args...)
 }
 
 func invalid(format string, args ...any) error {
-	return detailf(ErrInvalidSubmission, format, args...)
+	return Detailf(ErrInvalidSubmission, format, args...)
 }
 
 // detailError is a sentinel and its detail: the text of
@@ -55,7 +55,11 @@ type detailError struct {
 func (e *detailError) Error() string { return e.text }
 func (e *detailError) Unwrap() error { return e.sentinel }
 
-func detailf(sentinel error, format string, args ...any) error {
+// Detailf is fmt.Errorf("%w: "+format, sentinel, args...) in two
+// allocations instead of four: the same text, and errors.Is and errors.As
+// answer as for fmt's error. Drivers use it for the errors they return on
+// hot paths.
+func Detailf(sentinel error, format string, args ...any) error {
 	var buf [128]byte
 	b := append(append(buf[:0], sentinel.Error()...), ": "...)
 	return &detailError{sentinel, string(fmt.Appendf(b, format, args...))}

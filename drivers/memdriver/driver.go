@@ -190,26 +190,7 @@ func (d *Driver) Quarantined() string {
 }
 
 func refused(format string, args ...any) error {
-	return detailf(drivers.ErrRegistrationRefused, format, args...)
-}
-
-// detailError is a sentinel and its detail: the text of
-// fmt.Errorf("%w: "+format, sentinel, args...), formatted once into one
-// string (as package drivers does its own: two allocations, not four).
-// Unwrap gives the sentinel, so errors.Is and errors.As answer as for
-// fmt's error.
-type detailError struct {
-	sentinel error
-	text     string
-}
-
-func (e *detailError) Error() string { return e.text }
-func (e *detailError) Unwrap() error { return e.sentinel }
-
-func detailf(sentinel error, format string, args ...any) error {
-	var buf [128]byte
-	b := append(append(buf[:0], sentinel.Error()...), ": "...)
-	return &detailError{sentinel, string(fmt.Appendf(b, format, args...))}
+	return drivers.Detailf(drivers.ErrRegistrationRefused, format, args...)
 }
 
 // refuseRegistration is the common refusal of Register and RegisterTogether:
@@ -366,9 +347,9 @@ func (d *Driver) Contains(ctx context.Context, keys []string) ([]bool, error) {
 	case d.rLook.Chance(d.mix.LookupError):
 		// D-LOOK-2: an outage or a wrong-length answer is an error, never "absent".
 		if d.rLook.Chance(0.5) {
-			return nil, detailf(drivers.ErrLookupFailed, "store outage (injected)")
+			return nil, drivers.Detailf(drivers.ErrLookupFailed, "store outage (injected)")
 		}
-		return nil, detailf(drivers.ErrLookupFailed, "store answered %d results for %d keys (injected)", len(keys)+1, len(keys))
+		return nil, drivers.Detailf(drivers.ErrLookupFailed, "store answered %d results for %d keys (injected)", len(keys)+1, len(keys))
 	}
 	found := make([]bool, len(keys))
 	for i, k := range keys {
@@ -389,9 +370,9 @@ func (d *Driver) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, erro
 	case d.cfgErr != nil:
 		return nil, fmt.Errorf("%w: %w", drivers.ErrInvalidSubmission, d.cfgErr)
 	case d.shut || d.draining:
-		return nil, detailf(drivers.ErrClosed, "driver %q is draining or shut down (D-DRAIN-1)", d.name)
+		return nil, drivers.Detailf(drivers.ErrClosed, "driver %q is draining or shut down (D-DRAIN-1)", d.name)
 	case d.quarantine != "":
-		return nil, detailf(drivers.ErrClosed, "driver %q is quarantined: %s (D-QUAR)", d.name, d.quarantine)
+		return nil, drivers.Detailf(drivers.ErrClosed, "driver %q is quarantined: %s (D-QUAR)", d.name, d.quarantine)
 	}
 	check, move := b, b
 	if h := d.hooks; h != nil && h.Batch != nil {
@@ -401,7 +382,7 @@ func (d *Driver) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, erro
 		return nil, err
 	}
 	if d.rFault.Chance(d.mix.SubmitReject) {
-		return nil, detailf(drivers.ErrRejected, "driver %q is busy (injected back-pressure)", d.name)
+		return nil, drivers.Detailf(drivers.ErrRejected, "driver %q is busy (injected back-pressure)", d.name)
 	}
 	if d.rFault.Chance(d.mix.SubmitError) {
 		return nil, fmt.Errorf("driver %q: %w (injected; D-SUB-2: treat the rows as UNPROVABLE)", d.name, errTransport)
