@@ -551,18 +551,28 @@ func (m *Model) inFlight() int {
 	return n
 }
 
-// callGauges is inFlight, unprovableCalls and retainedBytes in one walk
-// of the calls, for the quiescent point's Stats check.
-func (m *Model) callGauges() (inFlight, unprovable int, retained int64) {
+// sweepCalls is inFlight, unprovableCalls and the bytes the UNPROVABLE
+// calls retain, in one walk of the calls, for the quiescent point's
+// checks; the walk also forgets the calls the backend knows ENDED. ENDED
+// is final (Access.CanBecome), and every reader of m.calls passes over
+// ENDED calls, so forgetting them changes no answer and keeps the walks
+// (this one, inFlight and room on every Submit) to the calls still open.
+func (m *Model) sweepCalls() (inFlight, unprovable int, retained int64) {
+	open := m.calls[:0]
 	for _, c := range m.calls {
 		switch {
+		case c.acc == drivers.AccessEnded:
+			continue
 		case c.acc == drivers.AccessUnprovable:
 			unprovable++
 			retained += m.rowBytes(c)
 		case !c.stuck && c.acc == drivers.AccessPending:
 			inFlight++
 		}
+		open = append(open, c)
 	}
+	clear(m.calls[len(open):]) // no stale pointers past the end
+	m.calls = open
 	return inFlight, unprovable, retained
 }
 

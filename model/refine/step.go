@@ -287,7 +287,7 @@ func (m *Model) AfterStep(quiescent bool) {
 func (m *Model) judgeQuiescent() {
 	// The calls are walked once per quiescent point: their three gauges
 	// together, though unprovable and retained are only compared to Stats.
-	inFlight, unprovable, retained := m.callGauges()
+	inFlight, unprovable, retained := m.sweepCalls()
 	h := m.head() // drops the committed attempts' batches from the queue's front
 	nq := m.queued()
 	if h != nil && inFlight < m.bcfg.MaxCallsInFlight && !m.shut.asked {
@@ -337,7 +337,8 @@ func (m *Model) judgeLive() {
 	m.live = live
 }
 
-// compact forgets finished attempts and calls so a long run stays cheap.
+// compact forgets finished attempts so a long run stays cheap (the ENDED
+// calls are forgotten by sweepCalls).
 func (m *Model) compact() {
 	if len(m.attempts) > 64 {
 		m.attempts = slices.DeleteFunc(m.attempts, func(a *attempt) bool {
@@ -346,9 +347,6 @@ func (m *Model) compact() {
 			}
 			return a.done
 		})
-	}
-	if len(m.calls) > 64 {
-		m.calls = slices.DeleteFunc(m.calls, func(c *call) bool { return c.acc == drivers.AccessEnded && c.b.a.done })
 	}
 }
 
