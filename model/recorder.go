@@ -148,13 +148,15 @@ type Recorder struct {
 	touches  []stampedTouch
 	scratch  []byte // the slot bytes a digest reads (peekSlot)
 
-	notesDropped int                      // notes beyond MaxNotes
-	touchSeen    map[touchKey]bool        // kinds of touch kept (see OnTouch)
-	lateSeen     map[drivers.Toucher]bool // a touch after the call's ENDED was kept
-	touchDropped int                      // distinct touches beyond MaxTouches
-	firstDropped arena.Touch
-	lastTouch    arena.Touch // the latest touch seen, kept or not
-	ntouch       int64       // touches seen, kept or not
+	notesDropped    int                      // notes beyond MaxNotes
+	touchSeen       map[touchKey]bool        // kinds of touch kept (see OnTouch)
+	touchRegions    []string                 // the region labels touchKeys name
+	touchRegionsInl [4]string                // touchRegions' first storage
+	lateSeen        map[drivers.Toucher]bool // a touch after the call's ENDED was kept
+	touchDropped    int                      // distinct touches beyond MaxTouches
+	firstDropped    arena.Touch
+	lastTouch       arena.Touch // the latest touch seen, kept or not
+	ntouch          int64       // touches seen, kept or not
 
 	// Every call's record and rows, carved from chunks: they live as long
 	// as the recorder.
@@ -181,8 +183,24 @@ const (
 type touchKey struct {
 	by     drivers.Toucher
 	op     arena.Op
-	region string
+	region int32 // the region's label, by index in touchRegions
 	slot   int
+}
+
+// touchRegion is label's index in r.touchRegions, added at its first
+// touch: a run has a few regions, and a key without a string hashes
+// faster on every touch (r.mu held).
+func (r *Recorder) touchRegion(label string) int32 {
+	for i, l := range r.touchRegions {
+		if l == label {
+			return int32(i)
+		}
+	}
+	if r.touchRegions == nil {
+		r.touchRegions = r.touchRegionsInl[:0] // most runs have a few regions
+	}
+	r.touchRegions = append(r.touchRegions, label)
+	return int32(len(r.touchRegions) - 1)
 }
 
 // callRec is a call's facts plus, for a fetch, the regions its rows were

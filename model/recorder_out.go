@@ -62,7 +62,7 @@ func (r *Recorder) OnTouch(t arena.Touch) {
 	seq := r.cur()
 	r.lastTouch = t
 	r.ntouch++
-	k := touchKey{by: t.By, op: t.Op, region: t.Region, slot: t.Slot}
+	k := touchKey{by: t.By, op: t.Op, region: r.touchRegion(t.Region), slot: t.Slot}
 	keep := !r.touchSeen[k]
 	if !keep && !r.lateSeen[t.By] && r.endedLocked(t.By.Call) != 0 {
 		keep = true
