@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -196,25 +198,15 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 
 	// Keys by rank: the per-key facts below live in slices, and the sort
 	// moves small pointer-free records (moving strings and pointers was half
-	// the check time). The distinct keys, sorted, are found by sorting them
-	// all (one allocation, no map); a key's rank is its index there.
-	keys := make([]string, len(ops))
-	for i := range ops {
-		keys[i] = ops[i].Key
-	}
-	slices.Sort(keys)
-	keys = slices.Compact(keys)
-	rank := func(k string) int32 {
-		i, _ := slices.BinarySearch(keys, k)
-		return int32(i)
-	}
+	// the check time). A key's rank is its index among the distinct keys,
+	// sorted (keyRanks).
+	keys, ranks := keyRanks(ops)
 	type keyFacts struct {
 		found   bool   // some lookup found the key present
 		firstOK int64  // earliest return of a FETCH OK (0: none)
 		value   uint64 // what that read returned
 	}
 	facts := make([]keyFacts, len(keys))
-	ranks := make([]int32, len(ops))
 	// Ambiguous publishes are few: index their values, so only reads of
 	// those values pay for a (key, value) lookup.
 	type obs struct {
@@ -222,8 +214,7 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 		v   uint64
 	}
 	ambiguous := map[uint64]bool{}
-	for i, op := range ops {
-		ranks[i] = rank(op.Key)
+	for _, op := range ops {
 		if op.Kind == KindPublish && !op.Settled() && op.Effect != NoEffect {
 			ambiguous[op.Value] = true
 		}
@@ -356,6 +347,71 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 	}
 	return out, dropped
 }
+
+// keyRanks returns the distinct keys of ops, sorted, and each op's key's
+// index among them. Keys are numbered in one pass with a map (a history has
+// a few dozen keys among a few hundred ops: sorting every key and binary
+// searching each was a third of prepare), then only the distinct keys are
+// sorted and the numbers mapped to ranks.
+func keyRanks(ops History) (keys []string, ranks []int32) {
+	rs := rankPool.Get().(*rankScratch)
+	keys, ranks = make([]string, 0, len(ops)), make([]int32, len(ops))
+	for i := range ops {
+		k := ops[i].Key
+		id, ok := rs.ids[k]
+		if !ok {
+			id = int32(len(keys))
+			rs.ids[k] = id
+			keys = append(keys, k)
+		}
+		ranks[i] = id
+	}
+	rs.byKey = rs.byKey[:0]
+	for id, k := range keys {
+		rs.byKey = append(rs.byKey, numberedKey{k, int32(id)})
+	}
+	slices.SortFunc(rs.byKey, func(a, b numberedKey) int { return strings.Compare(a.key, b.key) })
+	rs.rank = slices.Grow(rs.rank[:0], len(keys))[:len(keys)]
+	for r, nk := range rs.byKey {
+		keys[r], rs.rank[nk.id] = nk.key, int32(r)
+	}
+	for i, id := range ranks {
+		ranks[i] = rs.rank[id]
+	}
+	rs.put(len(keys))
+	return keys, ranks
+}
+
+// rankScratch is keyRanks' working memory, reused across checks (checks
+// may run concurrently: a pool, not one buffer).
+type rankScratch struct {
+	ids   map[string]int32 // key → number, in first-seen order
+	byKey []numberedKey
+	rank  []int32 // number → rank
+}
+
+type numberedKey struct {
+	key string
+	id  int32
+}
+
+var rankPool = sync.Pool{New: func() any { return &rankScratch{ids: make(map[string]int32, 64)} }}
+
+// put clears the scratch (no key strings kept alive) and pools it, unless
+// a history of many keys grew it: clearing a map costs its size, so one
+// outsized history must not slow every later check.
+func (rs *rankScratch) put(nkeys int) {
+	if nkeys > maxPooledKeys {
+		return
+	}
+	clear(rs.ids)
+	clear(rs.byKey)
+	rankPool.Put(rs)
+}
+
+// maxPooledKeys bounds the scratch a pool keeps (an engine run's histories
+// have a few dozen keys).
+const maxPooledKeys = 1024
 
 // illegalKeys names the partitions no complete linearization covers.
 func illegalKeys(ops []porcupine.Operation, info porcupine.LinearizationInfo) []string {

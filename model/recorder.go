@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -145,14 +146,17 @@ type Recorder struct {
 	unread   int              // publish slots that could not be read
 	notes    []Note
 	touches  []stampedTouch
+	scratch  []byte // the slot bytes a digest reads (peekSlot)
 
-	notesDropped int                      // notes beyond MaxNotes
-	touchSeen    map[touchKey]bool        // kinds of touch kept (see OnTouch)
-	lateSeen     map[drivers.Toucher]bool // a touch after the call's ENDED was kept
-	touchDropped int                      // distinct touches beyond MaxTouches
-	firstDropped arena.Touch
-	lastTouch    arena.Touch // the latest touch seen, kept or not
-	ntouch       int64       // touches seen, kept or not
+	notesDropped    int                      // notes beyond MaxNotes
+	touchSeen       map[touchKey]bool        // kinds of touch kept (see OnTouch)
+	touchRegions    []string                 // the region labels touchKeys name
+	touchRegionsInl [4]string                // touchRegions' first storage
+	lateSeen        map[drivers.Toucher]bool // a touch after the call's ENDED was kept
+	touchDropped    int                      // distinct touches beyond MaxTouches
+	firstDropped    arena.Touch
+	lastTouch       arena.Touch // the latest touch seen, kept or not
+	ntouch          int64       // touches seen, kept or not
 
 	// Every call's record and rows, carved from chunks: they live as long
 	// as the recorder.
@@ -179,8 +183,24 @@ const (
 type touchKey struct {
 	by     drivers.Toucher
 	op     arena.Op
-	region string
+	region int32 // the region's label, by index in touchRegions
 	slot   int
+}
+
+// touchRegion is label's index in r.touchRegions, added at its first
+// touch: a run has a few regions, and a key without a string hashes
+// faster on every touch (r.mu held).
+func (r *Recorder) touchRegion(label string) int32 {
+	for i, l := range r.touchRegions {
+		if l == label {
+			return int32(i)
+		}
+	}
+	if r.touchRegions == nil {
+		r.touchRegions = r.touchRegionsInl[:0] // most runs have a few regions
+	}
+	r.touchRegions = append(r.touchRegions, label)
+	return int32(len(r.touchRegions) - 1)
 }
 
 // callRec is a call's facts plus, for a fetch, the regions its rows were
@@ -274,24 +294,48 @@ func NewRecorder(opts RecorderOptions) *Recorder {
 // reads any other Memory on behalf of call 0 (no call). It returns nil when
 // the slot cannot be read.
 func PeekRegion(r drivers.Region, slot int) []byte {
+	b, _ := appendPeekRegion(nil, r, slot)
+	return b
+}
+
+// appendPeekRegion is PeekRegion appending to dst: ok is false (and b
+// nil) when the slot cannot be read. The digests use it with a scratch
+// buffer, since they only hash the bytes.
+func appendPeekRegion(dst []byte, r drivers.Region, slot int) (b []byte, ok bool) {
 	if r.Mem == nil || slot < 0 || slot >= r.Slots || r.SlotBytes <= 0 {
-		return nil
+		return nil, false
 	}
 	off := r.SlotOffset(slot)
 	switch m := r.Mem.(type) {
 	case *arena.Arena:
-		return m.Peek(slot)
+		return m.AppendPeek(dst, slot), true
 	case drivers.Bytes:
 		if off+r.SlotBytes > len(m) {
-			return nil
+			return nil, false
 		}
-		return append([]byte(nil), m[off:off+r.SlotBytes]...)
+		return append(dst, m[off:off+r.SlotBytes]...), true
 	}
-	buf := make([]byte, r.SlotBytes)
-	if r.Mem.Read(drivers.Toucher{Row: -1}, off, buf) != nil {
+	n := len(dst)
+	dst = slices.Grow(dst, r.SlotBytes)[:n+r.SlotBytes]
+	if r.Mem.Read(drivers.Toucher{Row: -1}, off, dst[n:]) != nil {
+		return nil, false
+	}
+	return dst, true
+}
+
+// peekSlot is the slot's bytes for a digest, or nil when unreadable. With
+// the default peek they land in r.scratch (r.mu held), valid until the
+// next peekSlot.
+func (r *Recorder) peekSlot(reg drivers.Region, slot int) []byte {
+	if r.opts.Peek != nil {
+		return r.peek(reg, slot)
+	}
+	b, ok := appendPeekRegion(r.scratch[:0], reg, slot)
+	if !ok {
 		return nil
 	}
-	return buf
+	r.scratch = b
+	return b
 }
 
 func (r *Recorder) next() int64 {
@@ -463,7 +507,7 @@ func (r *Recorder) rowRegion(c *callRec, i int) (drivers.Region, bool) {
 // a value of its own, unique, that no read can match.
 func (r *Recorder) publishDigest(reg drivers.Region, known bool, slot int) uint64 {
 	if known {
-		if b := r.peek(reg, slot); b != nil {
+		if b := r.peekSlot(reg, slot); b != nil {
 			return Digest(b)
 		}
 	}
@@ -476,7 +520,7 @@ func (r *Recorder) publishDigest(reg drivers.Region, known bool, slot int) uint6
 // read fails the model rather than passing unchecked.
 func (r *Recorder) fetchDigest(reg drivers.Region, known bool, slot int) uint64 {
 	if known {
-		if b := r.peek(reg, slot); b != nil {
+		if b := r.peekSlot(reg, slot); b != nil {
 			return Digest(b)
 		}
 	}

@@ -62,7 +62,7 @@ func (r *Recorder) OnTouch(t arena.Touch) {
 	seq := r.cur()
 	r.lastTouch = t
 	r.ntouch++
-	k := touchKey{by: t.By, op: t.Op, region: t.Region, slot: t.Slot}
+	k := touchKey{by: t.By, op: t.Op, region: r.touchRegion(t.Region), slot: t.Slot}
 	keep := !r.touchSeen[k]
 	if !keep && !r.lateSeen[t.By] && r.endedLocked(t.By.Call) != 0 {
 		keep = true
@@ -207,14 +207,41 @@ func (r *Recorder) History() History {
 			h = append(h, op)
 		}
 	}
+	byCall := func(a, b Op) int { return cmp.Compare(a.Call, b.Call) }
+	if slices.IsSortedFunc(h, byCall) && r.extraSorted() {
+		return r.mergeExtra(h)
+	}
 	for i := range r.extra {
 		h = append(h, r.extra[i].op())
 	}
 	// A stable sort by call; a history already in call order (the usual
 	// case) is left as it is, which is what the sort would leave.
-	byCall := func(a, b Op) int { return cmp.Compare(a.Call, b.Call) }
 	if !slices.IsSortedFunc(h, byCall) {
 		slices.SortStableFunc(h, byCall)
+	}
+	return h
+}
+
+// extraSorted reports whether the extra ops are in call order.
+func (r *Recorder) extraSorted() bool {
+	return slices.IsSortedFunc(r.extra, func(a, b extraOp) int { return cmp.Compare(a.seq, b.seq) })
+}
+
+// mergeExtra appends the extra ops to h, the calls' rows, both in call
+// order, merging them: what the stable sort of the two appended gives
+// (on a tie a row comes first, as it does there), without sorting the
+// large Op records. It merges from the back, in place in h's capacity.
+func (r *Recorder) mergeExtra(h History) History {
+	i, j := len(h)-1, len(r.extra)-1
+	h = h[:len(h)+len(r.extra)]
+	for k := len(h) - 1; j >= 0; k-- {
+		if i >= 0 && h[i].Call > r.extra[j].seq {
+			h[k] = h[i]
+			i--
+		} else {
+			h[k] = r.extra[j].op()
+			j--
+		}
 	}
 	return h
 }

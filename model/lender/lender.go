@@ -186,6 +186,7 @@ type Lender struct {
 	rowSlab  slab.Of[drivers.Row]
 	flagSlab slab.Of[bool] // views' masks and loans' marks
 	dataSlab slab.Of[[]byte]
+	byteSlab slab.Of[byte] // marked rows' data (keepSlot)
 	markSlab slab.Of[marking]
 }
 

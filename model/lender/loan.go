@@ -58,6 +58,19 @@ func (l *Lender) Peek(ln *Loan, i int) []byte {
 	return l.arenas[r.region].Peek(int(r.slot))
 }
 
+// keepSlot is Peek into bytes carved from the lender's byte slab: a
+// marked row's data lives as long as the loan. Its capacity ends at the
+// slot's length, so a caller's append to Data copies.
+func (l *Lender) keepSlot(ln *Loan, i int) []byte {
+	r := ln.slots[i]
+	a := l.arenas[r.region]
+	n := a.Region().SlotBytes
+	if n <= 0 {
+		return a.Peek(int(r.slot)) // nothing to carve: Peek's own answer
+	}
+	return a.AppendPeek(l.byteSlab.Make(n)[:0], int(r.slot))
+}
+
 // Handles is what a view needs from the backend.
 type Handles interface {
 	Handle(label string) (drivers.Handle, bool)

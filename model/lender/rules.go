@@ -82,7 +82,7 @@ func (l *Lender) checkMarks(ln *Loan, o backend.Outcome) {
 		}
 		m.marks[i] = s
 		if s {
-			m.data[i] = l.Peek(ln, i)
+			m.data[i] = l.keepSlot(ln, i)
 		}
 	}
 	m.from = o

@@ -14,17 +14,23 @@ import (
 // of an attempt that is still Pending (a committed attempt's queued batches
 // are dropped, B-CANCEL and B-OUTCOME).
 func (m *Model) head() *batch {
-	for len(m.queue) > 0 {
-		b := m.queue[0]
+	i := 0
+	for ; i < len(m.queue); i++ {
+		b := m.queue[i]
 		if b.phase == queued && !m.committed(b.a) {
-			return b
+			break
 		}
-		m.queue = slices.Delete(m.queue, 0, 1) // in place: the queue keeps its capacity
 		if b.phase == queued {
 			b.phase = dropped
 		}
 	}
-	return nil
+	// One shift for every batch dropped: in place, the queue keeps its
+	// capacity.
+	m.queue = slices.Delete(m.queue, 0, i)
+	if len(m.queue) == 0 {
+		return nil
+	}
+	return m.queue[0]
 }
 
 // committed reports whether the backend committed a's outcome (an attempt

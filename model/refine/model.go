@@ -60,8 +60,9 @@ type Model struct {
 
 	count backend.Stats // the counters Stats must show (its gauges are judged apart)
 
-	dirty  bool // a fact arrived since the last step was judged
-	qdirty bool // ... since the last quiescent point was judged
+	dirty  bool   // a fact arrived since the last step was judged
+	qdirty bool   // ... since the last quiescent point was judged
+	step   uint64 // AfterSteps so far (attempt.judgedIn)
 
 	// The model's records, carved from chunks: they live as long as the
 	// model (finished ones are only forgotten, see compact).
@@ -118,6 +119,7 @@ type attempt struct {
 	expectFail  bool           // failed at admission (unregistered row)
 	done        bool           // committed and access ENDED: nothing more to judge
 	touched     bool           // seen in this step
+	judgedIn    uint64         // the AfterStep (Model.step) that last judged it for being touched
 	stopDue     bool           // committed Failed or Cancelled in this step
 	noted       bool           // an OnChange report arrived
 	notedState  backend.State  // ... and showed this outcome
@@ -549,6 +551,31 @@ func (m *Model) inFlight() int {
 	return n
 }
 
+// sweepCalls is inFlight, unprovableCalls and the bytes the UNPROVABLE
+// calls retain, in one walk of the calls, for the quiescent point's
+// checks; the walk also forgets the calls the backend knows ENDED. ENDED
+// is final (Access.CanBecome), and every reader of m.calls passes over
+// ENDED calls, so forgetting them changes no answer and keeps the walks
+// (this one, inFlight and room on every Submit) to the calls still open.
+func (m *Model) sweepCalls() (inFlight, unprovable int, retained int64) {
+	open := m.calls[:0]
+	for _, c := range m.calls {
+		switch {
+		case c.acc == drivers.AccessEnded:
+			continue
+		case c.acc == drivers.AccessUnprovable:
+			unprovable++
+			retained += m.rowBytes(c)
+		case !c.stuck && c.acc == drivers.AccessPending:
+			inFlight++
+		}
+		open = append(open, c)
+	}
+	clear(m.calls[len(open):]) // no stale pointers past the end
+	m.calls = open
+	return inFlight, unprovable, retained
+}
+
 func (m *Model) unprovableCalls() int {
 	n := 0
 	for _, c := range m.calls {
@@ -559,16 +586,13 @@ func (m *Model) unprovableCalls() int {
 	return n
 }
 
-func (m *Model) retainedBytes() int64 {
+// rowBytes is the bytes of c's rows' slots (rows on no known registration
+// count nothing).
+func (m *Model) rowBytes(c *call) int64 {
 	var n int64
-	for _, c := range m.calls {
-		if c.acc != drivers.AccessUnprovable {
-			continue
-		}
-		for _, r := range c.rows {
-			if b := m.binding(r.Handle); b != nil {
-				n += int64(b.region.SlotBytes)
-			}
+	for _, r := range c.rows {
+		if b := m.binding(r.Handle); b != nil {
+			n += int64(b.region.SlotBytes)
 		}
 	}
 	return n

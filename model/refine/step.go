@@ -257,6 +257,7 @@ func (m *Model) judgeNow(a *attempt) {
 // not idle while it could act (B-PROGRESS), and its gauges must equal the
 // model's.
 func (m *Model) AfterStep(quiescent bool) {
+	m.step++
 	m.settleLookup()
 	m.checkRecheck()
 	if m.dirty {
@@ -264,6 +265,7 @@ func (m *Model) AfterStep(quiescent bool) {
 		for _, a := range m.live { // every attempt not done is live
 			if a.touched && !a.done {
 				m.judgeNow(a)
+				a.judgedIn = m.step
 			}
 		}
 	}
@@ -278,8 +280,17 @@ func (m *Model) AfterStep(quiescent bool) {
 	m.qdirty = false
 	m.judgeLive()
 	m.compact()
-	inFlight, nq := m.inFlight(), m.queued() // counted once per quiescent point
-	if h := m.head(); h != nil && inFlight < m.bcfg.MaxCallsInFlight && !m.shut.asked {
+	m.judgeQuiescent()
+}
+
+// judgeQuiescent judges progress, bounds and Stats at a quiescent point.
+func (m *Model) judgeQuiescent() {
+	// The calls are walked once per quiescent point: their three gauges
+	// together, though unprovable and retained are only compared to Stats.
+	inFlight, unprovable, retained := m.sweepCalls()
+	h := m.head() // drops the committed attempts' batches from the queue's front
+	nq := m.queued()
+	if h != nil && inFlight < m.bcfg.MaxCallsInFlight && !m.shut.asked {
 		m.fail(rules.BProgress, h.a, 0, "idle", fmt.Sprintf("batch %q waits to be dispatched and %d of %d in-flight slots are free, but the backend is idle",
 			keysOf(h.rows), m.bcfg.MaxCallsInFlight-inFlight, m.bcfg.MaxCallsInFlight))
 	}
@@ -293,10 +304,10 @@ func (m *Model) AfterStep(quiescent bool) {
 		if got, want := countersOf(st), countersOf(m.count); got != want {
 			m.fail(rules.BBound, nil, 0, fmt.Sprintf("counters/%d", len(m.found)), fmt.Sprintf("Stats counts %s; the attempts, calls and lookups say %s", counters(st), counters(m.count)))
 		}
-		if st.InFlight != inFlight || st.Queued != nq || st.Unprovable != m.unprovableCalls() || st.RetainedBytes != m.retainedBytes() {
+		if st.InFlight != inFlight || st.Queued != nq || st.Unprovable != unprovable || st.RetainedBytes != retained {
 			m.fail(rules.BBound, nil, 0, fmt.Sprintf("stats/%d", len(m.found)), fmt.Sprintf(
 				"Stats says %d in flight, %d queued, %d UNPROVABLE, %d bytes retained; the calls say %d, %d, %d, %d",
-				st.InFlight, st.Queued, st.Unprovable, st.RetainedBytes, inFlight, nq, m.unprovableCalls(), m.retainedBytes()))
+				st.InFlight, st.Queued, st.Unprovable, st.RetainedBytes, inFlight, nq, unprovable, retained))
 		}
 	}
 }
@@ -308,7 +319,10 @@ func (m *Model) AfterStep(quiescent bool) {
 func (m *Model) judgeLive() {
 	live := m.live[:0]
 	for _, a := range m.live {
-		if !a.done {
+		// An attempt judged earlier in this step is not judged again:
+		// nothing happened since, and judge is idempotent then (its
+		// findings are deduplicated).
+		if !a.done && a.judgedIn != m.step {
 			m.judgeNow(a)
 		}
 		if !a.noteChecked {
@@ -323,7 +337,8 @@ func (m *Model) judgeLive() {
 	m.live = live
 }
 
-// compact forgets finished attempts and calls so a long run stays cheap.
+// compact forgets finished attempts so a long run stays cheap (the ENDED
+// calls are forgotten by sweepCalls).
 func (m *Model) compact() {
 	if len(m.attempts) > 64 {
 		m.attempts = slices.DeleteFunc(m.attempts, func(a *attempt) bool {
@@ -332,9 +347,6 @@ func (m *Model) compact() {
 			}
 			return a.done
 		})
-	}
-	if len(m.calls) > 64 {
-		m.calls = slices.DeleteFunc(m.calls, func(c *call) bool { return c.acc == drivers.AccessEnded && c.b.a.done })
 	}
 }
 

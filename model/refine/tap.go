@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/monitor"
 )
 
 // Wrap returns the driver the backend must be built on: d, with every
@@ -114,6 +115,21 @@ func (c *callTap) Results() []drivers.Status {
 	res := c.c.Results()
 	c.m.guard(func() { c.m.readResults(c.mc, res) })
 	return res
+}
+
+// AppendResults implements monitor.ResultsAppender for a caller that
+// reuses its buffer: the wrapped call's AppendResults when it has one,
+// else its Results appended. The model only looks at the rows appended.
+func (c *callTap) AppendResults(dst []drivers.Status) []drivers.Status {
+	n := len(dst)
+	if a, ok := c.c.(monitor.ResultsAppender); ok {
+		dst = a.AppendResults(dst)
+	} else {
+		dst = append(dst, c.c.Results()...)
+	}
+	res := dst[n:]
+	c.m.guard(func() { c.m.readResults(c.mc, res) })
+	return dst
 }
 
 func (c *callTap) Access() drivers.Access {
