@@ -2,7 +2,8 @@ package model
 
 // What the recorder hears beside the monitor (the store's puts, the
 // harness's annotations, the memory's touches) and what it gives back
-// (calls, notes, the history). Moved out of recorder.go, unchanged.
+// (calls, notes, the history), and the plain data it gives it in (Note,
+// CallInfo, RowInfo). Moved out of recorder.go, unchanged.
 
 import (
 	"cmp"
@@ -14,6 +15,79 @@ import (
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/sim/arena"
 )
+
+// Note tags: one annotation row each in the visualization.
+const (
+	TagFault    = "faults"
+	TagCallback = "callbacks"
+	TagAccess   = "access"
+	TagCancel   = "cancels"
+	TagRegion   = "regions"
+	TagShutdown = "shutdown"
+	TagStore    = "store"
+	TagLookup   = "lookups"
+	TagSubmit   = "submits"
+)
+
+// Note is one event worth showing next to the history: a callback, a
+// fault, an access change, a cancel, a registration, a store event. Seq is
+// in the same sequence as the operations' Call and Return. Text is short
+// (the call and key are fields), so recording stays cheap on the
+// simulator's hot path.
+type Note struct {
+	Seq  int64
+	At   time.Duration
+	Tag  string
+	Call drivers.CallID
+	Key  string
+	Text string
+}
+
+func (n Note) String() string {
+	s := fmt.Sprintf("#%d %v %s", n.Seq, n.At, n.Tag)
+	if n.Call != 0 {
+		s += fmt.Sprintf(" call %d", n.Call)
+	}
+	if n.Key != "" {
+		s += fmt.Sprintf(" key %q", n.Key)
+	}
+	return s + ": " + n.Text
+}
+
+// RowInfo is what the recorder knows about one row of a call.
+type RowInfo struct {
+	Key    string
+	Region string // label; "" when the handle was not registered at submit
+	Slot   int
+	Status drivers.Status // PENDING until the monitor saw a final one
+	// Value is a Digest: of the slot at submit (PUBLISH) or when the row
+	// became final (FETCH OK); 0 otherwise.
+	Value    uint64
+	FinalSeq int64 // 0 while pending
+	FinalAt  time.Duration
+}
+
+// CallInfo is what the recorder knows about one submitted call: plain data,
+// so the memory oracle and the liveness check do not depend on the
+// recorder, the backend or the driver.
+type CallInfo struct {
+	ID  drivers.CallID
+	Dir drivers.Direction
+	// CallSeq is the invocation: SubmitStarting when the monitor reports it,
+	// else the Submitted event (or an earlier event of the call).
+	CallSeq  int64
+	CalledAt time.Duration
+	Rows     []RowInfo
+	Access   drivers.Access
+	EndedSeq int64 // 0 until the monitor saw ENDED
+	EndedAt  time.Duration
+	// Cancelled: Cancel was called. Callbacks counts callbacks seen (when
+	// the monitor reports them). Labelled is the shutdown label naming the
+	// call, if any.
+	Cancelled bool
+	Callbacks int
+	Labelled  string
+}
 
 // Put is optional: the harness reports that the store ran the put of row
 // row of call id (whether it wrote or kept the first object: the model's
