@@ -7,7 +7,6 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -128,6 +127,10 @@ func Check(h History, sm StoreModel, timeout time.Duration) CheckResult {
 // the same).
 const maxSearchSteps = 512
 
+// maxSearchOps is the longest key history sequentialOK searches: the
+// search keeps the operations left as one bit each in a uint64.
+const maxSearchOps = 64
+
 // porcupineOnly sends every key to porcupine (TestSequentialMatchesPorcupine
 // compares the two ways).
 var porcupineOnly = false
@@ -140,10 +143,10 @@ var porcupineOnly = false
 // would find it too — so false means "not shown", and porcupine decides.
 // The first order tried is call order, which a history without overlaps
 // always takes. A part with a return before its call, not sorted by call or
-// longer than 64 operations is left to porcupine, as is a search that needs
-// more than maxSearchSteps model steps.
+// longer than maxSearchOps is left to porcupine, as is a search that
+// needs more than maxSearchSteps model steps.
 func sequentialOK(m porcupine.Model, part []porcupine.Operation) bool {
-	if len(part) > 64 {
+	if len(part) > maxSearchOps {
 		return false
 	}
 	for i := range part {
@@ -354,64 +357,37 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 // searching each was a third of prepare), then only the distinct keys are
 // sorted and the numbers mapped to ranks.
 func keyRanks(ops History) (keys []string, ranks []int32) {
-	rs := rankPool.Get().(*rankScratch)
+	ids := make(map[string]int32, min(len(ops), 64)) // key → number, in first-seen order
 	keys, ranks = make([]string, 0, len(ops)), make([]int32, len(ops))
 	for i := range ops {
 		k := ops[i].Key
-		id, ok := rs.ids[k]
+		id, ok := ids[k]
 		if !ok {
 			id = int32(len(keys))
-			rs.ids[k] = id
+			ids[k] = id
 			keys = append(keys, k)
 		}
 		ranks[i] = id
 	}
-	rs.byKey = rs.byKey[:0]
+	byKey := make([]numberedKey, len(keys))
 	for id, k := range keys {
-		rs.byKey = append(rs.byKey, numberedKey{k, int32(id)})
+		byKey[id] = numberedKey{k, int32(id)}
 	}
-	slices.SortFunc(rs.byKey, func(a, b numberedKey) int { return strings.Compare(a.key, b.key) })
-	rs.rank = slices.Grow(rs.rank[:0], len(keys))[:len(keys)]
-	for r, nk := range rs.byKey {
-		keys[r], rs.rank[nk.id] = nk.key, int32(r)
+	slices.SortFunc(byKey, func(a, b numberedKey) int { return strings.Compare(a.key, b.key) })
+	rank := make([]int32, len(keys)) // number → rank
+	for r, nk := range byKey {
+		keys[r], rank[nk.id] = nk.key, int32(r)
 	}
 	for i, id := range ranks {
-		ranks[i] = rs.rank[id]
+		ranks[i] = rank[id]
 	}
-	rs.put(len(keys))
 	return keys, ranks
-}
-
-// rankScratch is keyRanks' working memory, reused across checks (checks
-// may run concurrently: a pool, not one buffer).
-type rankScratch struct {
-	ids   map[string]int32 // key → number, in first-seen order
-	byKey []numberedKey
-	rank  []int32 // number → rank
 }
 
 type numberedKey struct {
 	key string
 	id  int32
 }
-
-var rankPool = sync.Pool{New: func() any { return &rankScratch{ids: make(map[string]int32, 64)} }}
-
-// put clears the scratch (no key strings kept alive) and pools it, unless
-// a history of many keys grew it: clearing a map costs its size, so one
-// outsized history must not slow every later check.
-func (rs *rankScratch) put(nkeys int) {
-	if nkeys > maxPooledKeys {
-		return
-	}
-	clear(rs.ids)
-	clear(rs.byKey)
-	rankPool.Put(rs)
-}
-
-// maxPooledKeys bounds the scratch a pool keeps (an engine run's histories
-// have a few dozen keys).
-const maxPooledKeys = 1024
 
 // illegalKeys names the partitions no complete linearization covers.
 func illegalKeys(ops []porcupine.Operation, info porcupine.LinearizationInfo) []string {
