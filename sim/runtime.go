@@ -50,11 +50,12 @@ func (t Timer) Stop() bool {
 	return t.owner.StopTimer(t.id)
 }
 
-// WakeRun is rt.Wake for a [Runner]: a runtime that schedules Runners
-// itself (the [Scheduler]) does it without a closure; any other gets r.Run
-// as the func. A runtime that embeds a Scheduler and overrides Wake must
-// override WakeRun too, or this would reach the Scheduler's past it
-// (fuzz/machine's runtime does).
+// WakeRun is rt.Wake for a [Runner], and [AfterRun] rt.After: a runtime
+// that schedules Runners itself (the [Scheduler]) does it without a
+// closure; any other gets r.Run as the func. A runtime that embeds a
+// Scheduler and overrides Wake (or After) must override WakeRun (AfterRun)
+// too, or these would reach the Scheduler's past it (fuzz/machine's runtime
+// overrides Wake and WakeRun).
 func WakeRun(rt Runtime, label string, r Runner) func() {
 	if rr, ok := rt.(interface {
 		WakeRun(string, Runner) func()
@@ -62,4 +63,14 @@ func WakeRun(rt Runtime, label string, r Runner) func() {
 		return rr.WakeRun(label, r)
 	}
 	return rt.Wake(label, r.Run)
+}
+
+// AfterRun is rt.After for a [Runner] (see [WakeRun]).
+func AfterRun(rt Runtime, d time.Duration, label string, r Runner) Timer {
+	if rr, ok := rt.(interface {
+		AfterRun(time.Duration, string, Runner) Timer
+	}); ok {
+		return rr.AfterRun(d, label, r)
+	}
+	return rt.After(d, label, r.Run)
 }

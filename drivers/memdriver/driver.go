@@ -57,7 +57,6 @@ type Driver struct {
 	failAtLabel string // InjectTogetherFailure's one shot (inject.go)
 
 	rt     sim.Runtime
-	runs   afterRunner // rt, when it schedules Runners itself (events.go)
 	store  *Store
 	name   string
 	caps   drivers.Capabilities
@@ -119,7 +118,6 @@ func New(rt sim.Runtime, store *Store, cfg Config) *Driver {
 		calls:    map[drivers.CallID]*call{},
 	}
 	d.cond.L = &d.mu
-	d.runs, _ = rt.(afterRunner)
 	if d.name == "" {
 		d.name = "mem"
 	}

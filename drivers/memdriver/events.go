@@ -11,22 +11,9 @@ import (
 // the simulator scheduling one costs no closure. Each event is the same as
 // the closure it replaces: same label, delay and draw order.
 
-// afterRunner is a runtime that schedules Runners itself (sim.Scheduler).
-// A runtime that embeds a Scheduler and overrides After must override
-// AfterRun too, or the Scheduler's would answer past it (as for
-// sim.WakeRun).
-type afterRunner interface {
-	AfterRun(d time.Duration, label string, r sim.Runner) sim.Timer
-}
-
-// afterRun schedules r.Run, delay from now: without a closure on a runtime
-// that takes Runners, else with r.Run as the func.
+// afterRun schedules r.Run, delay from now (sim.AfterRun).
 func (d *Driver) afterRun(delay time.Duration, label string, r sim.Runner) {
-	if d.runs != nil {
-		d.runs.AfterRun(delay, label, r)
-		return
-	}
-	d.rt.After(delay, label, r.Run)
+	sim.AfterRun(d.rt, delay, label, r)
 }
 
 // Run is every event of its row (rowStep): a row's events never overlap,
