@@ -8,7 +8,8 @@ import (
 	"github.com/storesim/storesim/sim/arena"
 )
 
-// BenchmarkCheck: porcupine check time of generated correct histories of
+// BenchmarkCheck: S-LIN check time (the pre-pass, the witness search, and
+// porcupine for the keys the search cannot show) of generated correct histories of
 // 1k/10k/100k row operations, 100 operations per key, at most 8 overlapping
 // operations per key (4.4 on average), 5 % faults (ambiguous publishes
 // included); the evicting histories also evict (2 % of reads of a present

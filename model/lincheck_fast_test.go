@@ -18,14 +18,21 @@ func TestSequentialMatchesPorcupine(t *testing.T) {
 	const repro = "go test ./model -run TestSequentialMatchesPorcupine"
 	t.Cleanup(func() { porcupineOnly = false })
 	seen := map[porcupine.CheckResult]int{}
+	witnessedLong := 0 // keys longer than a search window the fast path decided
 	for seed := range uint64(150) {
-		for _, perKey := range []int{1, 2, 4} {
+		for _, perKey := range []int{1, 2, 4, 8} {
 			for _, sm := range []StoreModel{DurableStore, EvictingStore} {
 				evict := 0.0
 				if sm == EvictingStore {
 					evict = 0.05
 				}
-				h := genHistory(seed, genOptions{ops: 200, keys: 8, perKey: perKey, fault: 0.05, evict: evict})
+				// About 40 operations per key, or 150: past one search
+				// window (64), so the window slides.
+				keys := 8
+				if seed%3 == 0 {
+					keys = 2
+				}
+				h := genHistory(seed, genOptions{ops: 300, keys: keys, perKey: perKey, fault: 0.05, evict: evict})
 				for _, spoil := range []int{0, 1, 2} {
 					hh := spoilHistory(h, seed, spoil)
 					name := fmt.Sprintf("seed=%d/perKey=%d/%v/spoil=%d", seed, perKey, sm, spoil)
@@ -38,6 +45,7 @@ func TestSequentialMatchesPorcupine(t *testing.T) {
 						t.Fatalf("%s: fast path %v %v, porcupine %v %v (repro: %s)", name, fast.Outcome, fast.IllegalKeys, slow.Outcome, slow.IllegalKeys, repro)
 					}
 					seen[fast.Outcome]++
+					witnessedLong += countWitnessedLong(hh, sm)
 				}
 			}
 		}
@@ -45,6 +53,27 @@ func TestSequentialMatchesPorcupine(t *testing.T) {
 	if seen[porcupine.Ok] == 0 || seen[porcupine.Illegal] == 0 {
 		t.Fatalf("outcomes %v: both legal and illegal histories must be compared (repro: %s)", seen, repro)
 	}
+	if witnessedLong == 0 {
+		t.Fatalf("no key longer than the search window (%d) was decided by the fast path: the sliding window went untested (repro: %s)", searchWindow, repro)
+	}
+}
+
+// countWitnessedLong counts the keys of h longer than one search window for
+// which sequentialOK finds a witness.
+func countWitnessedLong(h History, sm StoreModel) int {
+	m, err := sm.Model()
+	if err != nil {
+		panic(err)
+	}
+	ops, _ := prepare(h, sm)
+	n := 0
+	var w witness
+	for _, p := range partitionByKey(ops) {
+		if len(p) > searchWindow && w.sequentialOK(m, p) {
+			n++
+		}
+	}
+	return n
 }
 
 // spoilHistory returns h, or a copy made wrong: 1 turns a fetch OK into a
