@@ -23,7 +23,7 @@ func (s *Scheduler) Queued() []EventInfo {
 	es := make([]*event, 0, len(s.queue.es))
 	for i := range s.queue.es {
 		e := &s.queue.es[i]
-		if len(s.stops) > 0 && s.stops[e.id] {
+		if s.stops.has(e.id) {
 			continue
 		}
 		es = append(es, e)
@@ -41,8 +41,7 @@ func (s *Scheduler) Next() (EventInfo, bool) {
 	s.drainInbox()
 	for s.queue.len() > 0 {
 		e := s.queue.peek()
-		if len(s.stops) > 0 && s.stops[e.id] {
-			delete(s.stops, e.id)
+		if s.stops.n > 0 && s.stops.del(e.id) {
 			s.queue.pop()
 			continue
 		}
@@ -62,7 +61,7 @@ func (s *Scheduler) Next() (EventInfo, bool) {
 // the event and folds it into the trace hash.
 func (s *Scheduler) Deliver(id uint64) bool {
 	s.drainInbox()
-	if s.stops[id] {
+	if s.stops.has(id) {
 		return false
 	}
 	i := s.queue.find(id)
@@ -72,8 +71,8 @@ func (s *Scheduler) Deliver(id uint64) bool {
 	e := s.queue.remove(i)
 	at := max(s.now, e.at)
 	s.queue.postpone(at)
-	if len(s.queued) > 0 {
-		delete(s.queued, e.id)
+	if s.queued.n > 0 {
+		s.queued.del(e.id)
 	}
 	s.now = at
 	s.steps++

@@ -146,7 +146,7 @@ func (s *Scheduler) stepPCT() bool {
 	es := s.queue.es
 	deadline := time.Duration(math.MaxInt64)
 	for i := range es {
-		if es[i].due < deadline && !s.stops[es[i].id] {
+		if es[i].due < deadline && !s.stops.has(es[i].id) {
 			deadline = es[i].due
 		}
 	}
@@ -171,7 +171,7 @@ func (s *Scheduler) pctBest(deadline time.Duration) (best, n int) {
 	best = -1
 	for i := range es {
 		e := &es[i]
-		if e.at > deadline || (len(s.stops) > 0 && s.stops[e.id]) {
+		if e.at > deadline || s.stops.has(e.id) {
 			continue
 		}
 		n++
@@ -296,7 +296,7 @@ func (s *Scheduler) stepScripted() bool {
 		at := es[0].at
 		var cands []int
 		for i := range es {
-			if es[i].at == at && !s.stops[es[i].id] {
+			if es[i].at == at && !s.stops.has(es[i].id) {
 				cands = append(cands, i)
 			}
 		}

@@ -74,8 +74,8 @@ type Scheduler struct {
 	root   uint64
 	trace  uint64
 	steps  uint64
-	stops  map[uint64]bool // stopped timers not yet popped
-	queued map[uint64]bool // event ids still in the queue (only for timers)
+	stops  idSet // stopped timers not yet popped
+	queued idSet // event ids still in the queue (only for timers)
 
 	mu    sync.Mutex
 	inbox []posted
@@ -131,12 +131,10 @@ type pendingSource struct {
 // New returns a scheduler at virtual time zero.
 func New(opts Options) *Scheduler {
 	s := &Scheduler{
-		opts:   opts,
-		rng:    NewRand(SubSeed(opts.Seed, "sim/scheduler")),
-		root:   opts.Seed,
-		trace:  14695981039346656037,
-		stops:  map[uint64]bool{},
-		queued: map[uint64]bool{},
+		opts:  opts,
+		rng:   NewRand(SubSeed(opts.Seed, "sim/scheduler")),
+		root:  opts.Seed,
+		trace: 14695981039346656037,
 
 		maxInbox: opts.MaxInbox,
 		maxQueue: opts.MaxQueue,
@@ -184,17 +182,16 @@ func (s *Scheduler) AfterRun(d time.Duration, label string, r Runner) Timer {
 		d = 0
 	}
 	id := s.push(s.now+d, label, r)
-	s.queued[id] = true
+	s.queued.add(id)
 	return NewTimer(s, id)
 }
 
 // StopTimer implements [TimerStopper].
 func (s *Scheduler) StopTimer(id uint64) bool {
-	if !s.queued[id] {
+	if !s.queued.del(id) {
 		return false
 	}
-	delete(s.queued, id)
-	s.stops[id] = true
+	s.stops.add(id)
 	if s.rec != nil {
 		s.rec.stopped(id, s.steps)
 	}
@@ -386,12 +383,11 @@ func (s *Scheduler) Step() bool {
 	}
 	for s.queue.len() > 0 {
 		e := s.queue.pop()
-		if len(s.stops) > 0 && s.stops[e.id] {
-			delete(s.stops, e.id)
+		if s.stops.n > 0 && s.stops.del(e.id) {
 			continue
 		}
-		if len(s.queued) > 0 {
-			delete(s.queued, e.id)
+		if s.queued.n > 0 {
+			s.queued.del(e.id)
 		}
 		s.now = e.at
 		s.steps++
@@ -409,8 +405,8 @@ func (s *Scheduler) Step() bool {
 // run runs e, taken out of the queue, at virtual time at (the policies'
 // common tail of Step).
 func (s *Scheduler) run(e event, at time.Duration) {
-	if len(s.queued) > 0 {
-		delete(s.queued, e.id)
+	if s.queued.n > 0 {
+		s.queued.del(e.id)
 	}
 	s.now = at
 	s.steps++
@@ -430,10 +426,9 @@ func (s *Scheduler) run(e event, at time.Duration) {
 func (s *Scheduler) purgeTop() bool {
 	for s.queue.len() > 0 {
 		id := s.queue.peek().id
-		if len(s.stops) == 0 || !s.stops[id] {
+		if s.stops.n == 0 || !s.stops.del(id) {
 			return true
 		}
-		delete(s.stops, id)
 		s.queue.pop()
 	}
 	return false
@@ -449,7 +444,7 @@ func (s *Scheduler) TraceHash() uint64 { return s.trace }
 // Idle reports whether nothing is queued or posted.
 func (s *Scheduler) Idle() bool {
 	n := s.posts.Load()
-	return n == 0 && s.queue.len()-len(s.stops) <= 0
+	return n == 0 && s.queue.len()-s.stops.n <= 0
 }
 
 // ErrStepLimit is returned when RunUntilIdle ran its step budget out: a
