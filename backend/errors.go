@@ -52,3 +52,24 @@ func (e *shortLookupError) Error() string {
 }
 
 func (e *shortLookupError) Unwrap() error { return ErrLookup }
+
+// overCapacityError is fmt.Errorf("%w: %d calls in flight or queued, view
+// needs %d more, limit %d", ErrOverCapacity, have, need, limit): a full
+// backend refuses views as part of normal work.
+type overCapacityError struct{ have, need, limit int }
+
+func (e *overCapacityError) Error() string {
+	return fmt.Sprintf("%v: %d calls in flight or queued, view needs %d more, limit %d", ErrOverCapacity, e.have, e.need, e.limit)
+}
+
+func (e *overCapacityError) Unwrap() error { return ErrOverCapacity }
+
+// unprovableError is fmt.Errorf("%w: %d > %d", ErrTooManyUnprovable,
+// unprovable, max).
+type unprovableError struct{ unprovable, max int }
+
+func (e *unprovableError) Error() string {
+	return fmt.Sprintf("%v: %d > %d", ErrTooManyUnprovable, e.unprovable, e.max)
+}
+
+func (e *unprovableError) Unwrap() error { return ErrTooManyUnprovable }

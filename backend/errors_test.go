@@ -23,8 +23,12 @@ func TestLazyErrorsMatchErrorf(t *testing.T) {
 		{"short", &shortLookupError{answers: 2, keys: 3}, fmt.Errorf("%w: %d answers for %d keys", ErrLookup, 2, 3)},
 		{"row", &rowFailedError{call: 7, row: 1, key: "k/1", status: drivers.Fault},
 			fmt.Errorf("%w: call %d row %d (key %q): %v", ErrRowFailed, drivers.CallID(7), 1, "k/1", drivers.Fault)},
+		{"over capacity", &overCapacityError{have: 5, need: 2, limit: 6},
+			fmt.Errorf("%w: %d calls in flight or queued, view needs %d more, limit %d", ErrOverCapacity, 5, 2, 6)},
+		{"unprovable", &unprovableError{unprovable: 9, max: 8}, fmt.Errorf("%w: %d > %d", ErrTooManyUnprovable, 9, 8)},
 	}
-	targets := []error{ErrLookup, ErrSubmit, ErrRowFailed, drivers.ErrLookupFailed, drivers.ErrRejected, ErrCancelled}
+	targets := []error{ErrLookup, ErrSubmit, ErrRowFailed, drivers.ErrLookupFailed, drivers.ErrRejected, ErrCancelled,
+		ErrOverCapacity, ErrTooManyUnprovable, ErrSubmissionRejected}
 	for _, c := range cases {
 		if got, want := c.lazy.Error(), c.want.Error(); got != want {
 			t.Errorf("%s: message %q, want %q (repro: go test ./backend -run TestLazyErrorsMatchErrorf)", c.name, got, want)

@@ -2,7 +2,10 @@ package backend
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/storesim/storesim/drivers"
@@ -464,5 +467,29 @@ func TestOnChangeFromEvents(t *testing.T) {
 	e.run()
 	if len(e.changes) == 0 {
 		t.Fatalf("OnChange never ran %s", e.repro)
+	}
+}
+
+// TestSameSlotNamesBothRows: a view that uses one slot twice is refused
+// naming both rows, whether checkView scans it (short) or indexes it (past
+// smallView), and a masked-out row never counts as the first use.
+func TestSameSlotNamesBothRows(t *testing.T) {
+	for _, n := range []int{4, smallView + 6} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			e := newEnv(t, defaultCaps, Config{})
+			keys := make([]string, n)
+			for i := range keys {
+				keys[i] = "k" + strconv.Itoa(i)
+			}
+			v := e.view(keys...)
+			v.Mask[1] = false
+			v.Rows[n-2].Slot = 1 // masked-out row 1's slot: allowed
+			v.Rows[n-1].Slot = 0 // row 0's
+			_, err := e.b.Fetch(v)
+			want := fmt.Sprintf("view rows 0 and %d use the same slot", n-1)
+			if !errors.Is(err, drivers.ErrInvalidSubmission) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("admission error %v, want %q %s", err, want, e.repro)
+			}
+		})
 	}
 }

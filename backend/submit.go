@@ -62,7 +62,12 @@ func (b *Backend) checkView(dir drivers.Direction, v drivers.View) ([]drivers.Ro
 		slot int
 	}
 	active := b.mem.rowBuf(v.Active()) // the batches' rows: kept with the attempt
-	seen := make(map[slotRef]int, len(v.Rows))
+	// A slot used twice: a view of a few dozen rows is scanned (integer
+	// compares), a longer one indexed.
+	var seen map[slotRef]int
+	if len(v.Rows) > smallView {
+		seen = make(map[slotRef]int, len(v.Rows))
+	}
 	for i, r := range v.Rows {
 		if !v.Mask[i] {
 			continue
@@ -70,14 +75,29 @@ func (b *Backend) checkView(dir drivers.Direction, v drivers.View) ([]drivers.Ro
 		if r.Key == "" {
 			return nil, fmt.Errorf("%w: view row %d has an empty key", drivers.ErrInvalidSubmission, i)
 		}
-		if j, dup := seen[slotRef{r.Handle, r.Slot}]; dup {
+		j, dup := -1, false
+		if seen != nil {
+			j, dup = seen[slotRef{r.Handle, r.Slot}]
+			seen[slotRef{r.Handle, r.Slot}] = i
+		} else {
+			for _, a := range active { // v.Check made each row's Position its index
+				if a.Handle == r.Handle && a.Slot == r.Slot {
+					j, dup = a.Position, true
+					break
+				}
+			}
+		}
+		if dup {
 			return nil, fmt.Errorf("%w: view rows %d and %d use the same slot", drivers.ErrInvalidSubmission, j, i)
 		}
-		seen[slotRef{r.Handle, r.Slot}] = i
 		active = append(active, r)
 	}
 	return active, nil
 }
+
+// smallView is the longest view checkView scans for a slot used twice
+// instead of indexing its slots in a map.
+const smallView = 64
 
 // unregistered names the first row outside a live registration (B-SUBMIT:
 // the attempt fails before any store call, and it is not a miss).
@@ -97,10 +117,10 @@ func (b *Backend) unregistered(rows []drivers.Row) error {
 // room is B-BOUND's whole-attempt admission.
 func (b *Backend) room(n int) error {
 	if b.unprovable > b.cfg.MaxUnprovable {
-		return fmt.Errorf("%w: %d > %d", ErrTooManyUnprovable, b.unprovable, b.cfg.MaxUnprovable)
+		return &unprovableError{b.unprovable, b.cfg.MaxUnprovable}
 	}
 	if have, limit := b.inFlight+len(b.queue), b.cfg.MaxCallsInFlight+b.cfg.MaxQueuedCalls; have+n > limit {
-		return fmt.Errorf("%w: %d calls in flight or queued, view needs %d more, limit %d", ErrOverCapacity, have, n, limit)
+		return &overCapacityError{have, n, limit}
 	}
 	return nil
 }

@@ -288,3 +288,13 @@ func ArenaViolations(a *arena.Arena) []rules.Violation {
 	}
 	return out
 }
+
+// noSlotsError is fmt.Errorf("%w: want %d, have %d", ErrNoSlots, want,
+// have): a loan that does not fit is normal work, its text is for reports.
+type noSlotsError struct{ want, have int }
+
+func (e *noSlotsError) Error() string {
+	return fmt.Sprintf("%v: want %d, have %d", ErrNoSlots, e.want, e.have)
+}
+
+func (e *noSlotsError) Unwrap() error { return ErrNoSlots }

@@ -310,3 +310,13 @@ func TestNewSpecErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestNoSlotsErrorMatchesErrorf: the lazy "not enough slots" reason reads
+// and unwraps like the fmt.Errorf it replaces.
+func TestNoSlotsErrorMatchesErrorf(t *testing.T) {
+	const repro = "go test ./model/lender -run TestNoSlotsErrorMatchesErrorf"
+	lazy, want := error(&noSlotsError{want: 4, have: 1}), fmt.Errorf("%w: want %d, have %d", ErrNoSlots, 4, 1)
+	if lazy.Error() != want.Error() || !errors.Is(lazy, ErrNoSlots) {
+		t.Fatalf("%q (is ErrNoSlots: %v), want %q (repro: %s)", lazy, errors.Is(lazy, ErrNoSlots), want, repro)
+	}
+}

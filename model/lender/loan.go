@@ -25,7 +25,7 @@ func (l *Lender) Lend(n int) (*Loan, error) {
 		}
 	}
 	if len(l.free) < n {
-		return nil, fmt.Errorf("%w: want %d, have %d", ErrNoSlots, n, len(l.free))
+		return nil, &noSlotsError{n, len(l.free)}
 	}
 	l.nextLoan++
 	ln := l.loanSlab.New()
