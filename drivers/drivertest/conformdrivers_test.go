@@ -56,6 +56,10 @@ type core struct {
 	// signal is how a change is told (default: one posted delivery per
 	// call, coalescing repeats while one is queued).
 	signal func(x *xcall)
+	// evictOnPut drops a key just before each put of it: a cache under
+	// memory pressure, legal only on a store that may evict
+	// (TestEvictingCacheCertified).
+	evictOnPut bool
 
 	mu       sync.Mutex
 	regs     map[drivers.Handle]drivers.Region
@@ -322,6 +326,9 @@ func (x *xcall) transfer(i int) drivers.Status {
 	buf := make([]byte, reg.SlotBytes)
 	if err := reg.Mem.Read(by, reg.SlotOffset(r.Slot), buf); err != nil {
 		return drivers.Fault
+	}
+	if c.evictOnPut {
+		c.store.Evict(r.Key)
 	}
 	c.store.Put(r.Key, buf) // written now, or already there: OK either way (D-SUB-4)
 	return drivers.OK
