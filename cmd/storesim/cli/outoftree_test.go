@@ -73,6 +73,14 @@ func newOutOfTree(t *testing.T) *outOfTree {
 	}
 	snippets := readmeSnippets(t)
 	m := &outOfTree{t: t, dir: t.TempDir()}
+	// Offline, the module needs the go.mod of every module in the full
+	// graph in the cache, which building this repository alone does not
+	// fetch on a fresh machine: loading the graph here once fetches them.
+	list := exec.Command("go", "list", "-m", "all")
+	list.Dir = root
+	if out, err := list.CombinedOutput(); err != nil {
+		t.Fatalf("go list -m all in %s (to fill the module cache): %v\n%s%s", root, err, out, repro(t))
+	}
 	m.env = append(os.Environ(), "GOFLAGS=-mod=mod -buildvcs=false", "GOPROXY=off", "GOSUMDB=off", "GOWORK=off", "GOTOOLCHAIN=local")
 	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
 	if err != nil {
