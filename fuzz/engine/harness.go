@@ -338,10 +338,12 @@ func (r *run) endpoint(spec workload.Endpoint) (*Endpoint, error) {
 	}
 	o := r.endpointOptions(spec)
 	o.RT, o.Sched, o.Store, o.Faults = r.s, r.s, r.store, mix
-	o.Recorder = model.RecorderOptions{Sequence: &r.seq, StoreLogComplete: true, Lookups: true, NoNotes: r.cfg.Lean && !r.cfg.AllNotes}
+	o.Recorder = model.RecorderOptions{Sequence: &r.seq, StoreLogComplete: true, Lookups: true, NoNotes: !r.notes()}
 	o.Backend.DrainTimeout = time.Millisecond
 	o.Model, o.Lies = !r.cfg.noModel, lies
-	o.OnAttempt = func(a *backend.Attempt) { r.attemptChanged(spec.Name, a) }
+	if r.notes() { // only reports read what became of the attempts (Config.Lean)
+		o.OnAttempt = func(a *backend.Attempt) { r.attemptChanged(spec.Name, a) }
+	}
 	pr := newProber(r) // the driver probes (probe.go) and their ground truth
 	o.probes, o.Monitor.Truth, o.Monitor.Injected = pr, r.facts.truth, pr.injected
 	ep, err := NewEndpoint(o)
