@@ -32,6 +32,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -475,9 +476,13 @@ func contentInto(buf []byte, seed uint64, op, row, n int) []byte {
 		b = make([]byte, n)
 	}
 	b = b[:n]
-	for i := 0; i < n; i += 8 {
+	i := 0
+	for ; i+8 <= n; i += 8 { // a word at a time, least significant byte first
+		binary.LittleEndian.PutUint64(b[i:], g.Uint64())
+	}
+	if i < n { // the tail of a size that is not a multiple of 8
 		v := g.Uint64()
-		for j := 0; j < 8 && i+j < n; j++ {
+		for j := range n - i {
 			b[i+j] = byte(v >> (8 * j))
 		}
 	}
