@@ -385,7 +385,8 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 	}
 	// Group by key with a counting sort that keeps input order; a recorded
 	// history is already in call order, so a key's run rarely needs sorting.
-	start := make([]int, len(keys)+1)
+	counts := make([]int, 2*len(keys)+1) // start, then next: one allocation
+	start, next := counts[:len(keys)+1:len(keys)+1], counts[len(keys)+1:]
 	for _, p := range list {
 		start[p.key+1]++
 	}
@@ -393,7 +394,7 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 		start[k+1] += start[k]
 	}
 	grouped := make([]prepared, len(list))
-	next := append([]int(nil), start[:len(keys)]...)
+	copy(next, start[:len(keys)])
 	for _, p := range list {
 		grouped[next[p.key]] = p
 		next[p.key]++
@@ -447,7 +448,7 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 // sorted and the numbers mapped to ranks.
 func keyRanks(ops History) (keys []string, ranks []int32) {
 	ids := make(map[string]int32, min(len(ops), 64)) // key → number, in first-seen order
-	keys, ranks = make([]string, 0, len(ops)), make([]int32, len(ops))
+	keys, ranks = make([]string, 0, min(len(ops), 64)), make([]int32, len(ops))
 	for i := range ops {
 		k := ops[i].Key
 		id, ok := ids[k]
