@@ -197,7 +197,9 @@ func (p *prober) Judge(*Endpoint, *CheckInput) []rules.Violation {
 	return append([]rules.Violation(nil), p.violations()...)
 }
 
-// The prober acts; it watches nothing at the boundary.
+// The prober acts; it watches nothing at the boundary (a blindOracle: the
+// monitor does not call these).
+func (*prober) blind()                                                           {}
 func (*prober) Registered(time.Duration, drivers.Handle, drivers.Region)         {}
 func (*prober) Unregistered(time.Duration, drivers.Handle, drivers.Region)       {}
 func (*prober) Submitted(time.Duration, drivers.CallID, drivers.RowBatch, error) {}
