@@ -306,15 +306,15 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 		v   uint64
 	}
 	ambiguous := map[uint64]bool{}
-	for _, op := range ops {
-		if op.Kind == KindPublish && !op.Settled() && op.Effect != NoEffect {
+	for i := range ops {
+		if op := &ops[i]; op.Kind == KindPublish && !op.Settled() && op.Effect != NoEffect {
 			ambiguous[op.Value] = true
 		}
 	}
 	observed := map[obs]bool{}
 	end := int64(0)
-	for i, op := range ops {
-		f := &facts[ranks[i]]
+	for i := range ops {
+		op, f := &ops[i], &facts[ranks[i]]
 		switch {
 		case op.Kind == KindFetch && op.Status == drivers.OK:
 			if ambiguous[op.Value] {
@@ -338,68 +338,75 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 		call, ret  int64
 		step       step
 	}
-	list := make([]prepared, 0, len(ops))
-	dropped := 0
-	for i := range ops {
-		op, f := &ops[i], &facts[ranks[i]]
-		var st step
-		ret := op.Return
-		switch {
-		case sm == DurableStore && f.firstOK != 0 && op.Call > f.firstOK &&
-			(op.Kind == KindPublish || op.Kind == KindLookup && op.Status == drivers.OK ||
-				op.Kind == KindFetch && op.Status == drivers.OK && op.Value == f.value):
-			// Durable: once a read returned v, the key holds v for ever, so an
-			// operation called later that agrees with v (a read of v, a found
-			// lookup, any publish — it keeps the first value) cannot change
-			// the verdict. Ones that disagree stay and fail.
-			dropped++
-			continue
-		case op.Kind == KindFetch && op.Status == drivers.OK:
-			st = stFetchOK
-		case op.Kind == KindFetch && op.Status == drivers.Miss:
-			st = stFetchMiss
-		case op.Kind == KindLookup && op.Status == drivers.OK:
-			st = stFound
-		case op.Kind == KindLookup && op.Status == drivers.Miss:
-			st = stAbsent
-		case op.Kind == KindPublish && op.Status == drivers.OK:
-			st = stStore
-		case op.Kind == KindPublish && op.Effect == TookEffect && op.EffectSeq > 0 && op.Status != drivers.Miss:
-			st, ret = stStore, max(op.EffectSeq, op.Call)
-		case op.Kind == KindPublish && !op.Settled() && op.Effect != NoEffect &&
-			(observed[obs{ranks[i], op.Value}] || f.found):
-			st, ret = stStore, Never
-		default:
-			// A fetch or lookup without OK/MISS constrains nothing; a
-			// declined publish (MISS) is legal in every state and changes
-			// none; a NoEffect publish did not happen; an unobserved
-			// ambiguous one may as well not have (linearized last, it
-			// changes nothing).
-			dropped++
-			continue
-		}
-		if ret == Never {
-			ret = end
-		}
-		list = append(list, prepared{key: ranks[i], index: int32(i), call: op.Call, ret: ret, step: st})
-	}
-	// Group by key with a counting sort that keeps input order; a recorded
-	// history is already in call order, so a key's run rarely needs sorting.
+	// Group by key with a counting sort of the operations' indices that keeps
+	// input order, then keep what counts key by key: the kept operations come
+	// out grouped. A recorded history is already in call order, so a key's
+	// run rarely needs sorting.
 	counts := make([]int, 2*len(keys)+1) // start, then next: one allocation
 	start, next := counts[:len(keys)+1:len(keys)+1], counts[len(keys)+1:]
-	for _, p := range list {
-		start[p.key+1]++
+	for _, k := range ranks {
+		start[k+1]++
 	}
 	for k := range keys {
 		start[k+1] += start[k]
 	}
-	grouped := make([]prepared, len(list))
 	copy(next, start[:len(keys)])
-	for _, p := range list {
-		grouped[next[p.key]] = p
-		next[p.key]++
+	order := make([]int32, len(ops))
+	for i, k := range ranks {
+		order[next[k]] = int32(i)
+		next[k]++
 	}
-	list = grouped
+	list := make([]prepared, 0, len(ops))
+	dropped := 0
+	for k := range keys {
+		from, to := start[k], next[k] // the key's operations, in order
+		start[k] = len(list)          // from here on, where its kept ones start
+		for _, i32 := range order[from:to] {
+			i := int(i32)
+			op, f := &ops[i], &facts[ranks[i]]
+			var st step
+			ret := op.Return
+			switch {
+			case sm == DurableStore && f.firstOK != 0 && op.Call > f.firstOK &&
+				(op.Kind == KindPublish || op.Kind == KindLookup && op.Status == drivers.OK ||
+					op.Kind == KindFetch && op.Status == drivers.OK && op.Value == f.value):
+				// Durable: once a read returned v, the key holds v for ever, so an
+				// operation called later that agrees with v (a read of v, a found
+				// lookup, any publish — it keeps the first value) cannot change
+				// the verdict. Ones that disagree stay and fail.
+				dropped++
+				continue
+			case op.Kind == KindFetch && op.Status == drivers.OK:
+				st = stFetchOK
+			case op.Kind == KindFetch && op.Status == drivers.Miss:
+				st = stFetchMiss
+			case op.Kind == KindLookup && op.Status == drivers.OK:
+				st = stFound
+			case op.Kind == KindLookup && op.Status == drivers.Miss:
+				st = stAbsent
+			case op.Kind == KindPublish && op.Status == drivers.OK:
+				st = stStore
+			case op.Kind == KindPublish && op.Effect == TookEffect && op.EffectSeq > 0 && op.Status != drivers.Miss:
+				st, ret = stStore, max(op.EffectSeq, op.Call)
+			case op.Kind == KindPublish && !op.Settled() && op.Effect != NoEffect &&
+				(observed[obs{ranks[i], op.Value}] || f.found):
+				st, ret = stStore, Never
+			default:
+				// A fetch or lookup without OK/MISS constrains nothing; a
+				// declined publish (MISS) is legal in every state and changes
+				// none; a NoEffect publish did not happen; an unobserved
+				// ambiguous one may as well not have (linearized last, it
+				// changes nothing).
+				dropped++
+				continue
+			}
+			if ret == Never {
+				ret = end
+			}
+			list = append(list, prepared{key: ranks[i], index: int32(i), call: op.Call, ret: ret, step: st})
+		}
+	}
+	start[len(keys)] = len(list)
 	byTime := func(a, b prepared) int {
 		return cmp.Or(cmp.Compare(a.call, b.call), cmp.Compare(a.ret, b.ret), cmp.Compare(a.index, b.index))
 	}
