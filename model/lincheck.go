@@ -77,6 +77,17 @@ func (r CheckResult) String() string {
 // An ambiguous publish that is kept never returns: porcupine may place it
 // anywhere after its call, including after everything (= it never happened).
 func Check(h History, sm StoreModel, timeout time.Duration) CheckResult {
+	return check(h, sm, timeout, false)
+}
+
+// CheckOwned is Check of a history the caller hands over: the result points
+// into h's operations instead of into copies of them, so h must not change
+// afterwards. The verdict and everything the result reports are Check's.
+func CheckOwned(h History, sm StoreModel, timeout time.Duration) CheckResult {
+	return check(h, sm, timeout, true)
+}
+
+func check(h History, sm StoreModel, timeout time.Duration, owned bool) CheckResult {
 	res := CheckResult{Outcome: porcupine.Unknown, StoreModel: sm, timeout: timeout}
 	m, err := sm.Model()
 	if err != nil {
@@ -88,7 +99,7 @@ func Check(h History, sm StoreModel, timeout time.Duration) CheckResult {
 		return res
 	}
 	res.model = m
-	res.ops, res.Dropped = prepare(h, sm)
+	res.ops, res.Dropped = prepareOps(h, sm, owned)
 	res.Checked = len(res.ops)
 	parts := partitionByKey(res.ops)
 	res.Keys = len(parts)
@@ -286,7 +297,13 @@ func (w *witness) from(st any, lo int, done, placed uint64) bool {
 // drops what cannot change the verdict (see Check). The operations point
 // into copies of the kept ops only (h stays the caller's).
 func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
-	ops := h // read only: what porcupine keeps is copied below
+	return prepareOps(h, sm, false)
+}
+
+// prepareOps is prepare; owned, the operations point into h itself
+// (CheckOwned).
+func prepareOps(h History, sm StoreModel, owned bool) ([]porcupine.Operation, int) {
+	ops := h // read only: unless owned, what porcupine keeps is copied below
 
 	// Keys by rank: the per-key facts below live in slices, and the sort
 	// moves small pointer-free records (moving strings and pointers was half
@@ -417,12 +434,19 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 	}
 	out := make([]porcupine.Operation, len(list))
 	// porcupine keeps pointers to the inputs and (as metadata) the ops: one
-	// allocation holds both, for the kept operations only.
+	// allocation holds both, for the kept operations only (the inputs alone
+	// when h is owned: the ops are h's).
 	type kept struct {
 		in input
 		op Op
 	}
-	keep := make([]kept, len(list))
+	var keep []kept
+	var ins []input
+	if owned {
+		ins = make([]input, len(list))
+	} else {
+		keep = make([]kept, len(list))
+	}
 	var lanes []int64 // per lane: the return of its last operation
 	for i, p := range list {
 		if i == 0 || p.key != list[i-1].key {
@@ -440,10 +464,17 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 			lanes = append(lanes, 0)
 		}
 		lanes[lane] = p.ret
-		k := &keep[i]
-		k.op = ops[p.index]
-		k.in = input{step: p.step, value: k.op.Value, op: &k.op}
-		out[i] = porcupine.Operation{ClientId: lane, Input: &k.in, Call: p.call, Return: p.ret, Metadata: &k.op}
+		var in *input
+		var op *Op
+		if owned {
+			in, op = &ins[i], &ops[p.index]
+		} else {
+			k := &keep[i]
+			k.op = ops[p.index]
+			in, op = &k.in, &k.op
+		}
+		*in = input{step: p.step, value: op.Value, op: op}
+		out[i] = porcupine.Operation{ClientId: lane, Input: in, Call: p.call, Return: p.ret, Metadata: op}
 	}
 	return out, dropped
 }

@@ -89,7 +89,8 @@ type CheckResult struct {
 	// Lin is porcupine's verdict (Outcome "" when it did not run); Unknown
 	// (a timeout) is a verdict of its own, never a pass.
 	Lin model.CheckResult
-	// History is every endpoint's, in endpoint order (what S-LIN checked).
+	// History is every endpoint's, in endpoint order (what S-LIN checked);
+	// Lin points into it, so it is read, never changed.
 	History model.History
 }
 
@@ -177,7 +178,7 @@ func Check(in CheckInput) CheckResult {
 		if timeout <= 0 {
 			timeout = 10 * time.Second
 		}
-		res.Lin = model.Check(res.History, in.StoreModel, timeout)
+		res.Lin = model.CheckOwned(res.History, in.StoreModel, timeout) // res.History is Check's own copy
 		add("", res.Lin.Violations(in.Seed)...)
 		if res.Lin.Err != nil {
 			add("", rules.Violation{Rule: rules.HarnessErr, Class: rules.Harness, Row: -1, At: in.At,
