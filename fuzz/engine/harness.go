@@ -379,11 +379,12 @@ func (r *run) endpointOptions(spec workload.Endpoint) EndpointOptions {
 func (r *run) schedule() {
 	r.ops = make([]*opState, 0, len(r.log.Ops))
 	sts := make([]opState, len(r.log.Ops)) // one allocation for every op's state
-	for i, op := range r.log.Ops {
-		st := &sts[i]
-		*st = opState{op: op, ep: r.byEp[op.Endpoint], r: r, i: i}
+	for i := range r.log.Ops {
+		st := &sts[i] // zero: the fields are set in place, the op copied once
+		st.op, st.r, st.i = r.log.Ops[i], r, i
+		st.ep = r.byEp[st.op.Endpoint]
 		r.ops = append(r.ops, st)
-		r.s.AfterRun(op.At, "op", st)
+		r.s.AfterRun(st.op.At, "op", st)
 	}
 }
 
