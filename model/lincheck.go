@@ -77,6 +77,17 @@ func (r CheckResult) String() string {
 // An ambiguous publish that is kept never returns: porcupine may place it
 // anywhere after its call, including after everything (= it never happened).
 func Check(h History, sm StoreModel, timeout time.Duration) CheckResult {
+	return check(h, sm, timeout, false)
+}
+
+// CheckOwned is Check of a history the caller hands over: the result points
+// into h's operations instead of into copies of them, so h must not change
+// afterwards. The verdict and everything the result reports are Check's.
+func CheckOwned(h History, sm StoreModel, timeout time.Duration) CheckResult {
+	return check(h, sm, timeout, true)
+}
+
+func check(h History, sm StoreModel, timeout time.Duration, owned bool) CheckResult {
 	res := CheckResult{Outcome: porcupine.Unknown, StoreModel: sm, timeout: timeout}
 	m, err := sm.Model()
 	if err != nil {
@@ -88,7 +99,7 @@ func Check(h History, sm StoreModel, timeout time.Duration) CheckResult {
 		return res
 	}
 	res.model = m
-	res.ops, res.Dropped = prepare(h, sm)
+	res.ops, res.Dropped = prepareOps(h, sm, owned)
 	res.Checked = len(res.ops)
 	parts := partitionByKey(res.ops)
 	res.Keys = len(parts)
@@ -286,7 +297,13 @@ func (w *witness) from(st any, lo int, done, placed uint64) bool {
 // drops what cannot change the verdict (see Check). The operations point
 // into copies of the kept ops only (h stays the caller's).
 func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
-	ops := h // read only: what porcupine keeps is copied below
+	return prepareOps(h, sm, false)
+}
+
+// prepareOps is prepare; owned, the operations point into h itself
+// (CheckOwned).
+func prepareOps(h History, sm StoreModel, owned bool) ([]porcupine.Operation, int) {
+	ops := h // read only: unless owned, what porcupine keeps is copied below
 
 	// Keys by rank: the per-key facts below live in slices, and the sort
 	// moves small pointer-free records (moving strings and pointers was half
@@ -306,15 +323,15 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 		v   uint64
 	}
 	ambiguous := map[uint64]bool{}
-	for _, op := range ops {
-		if op.Kind == KindPublish && !op.Settled() && op.Effect != NoEffect {
+	for i := range ops {
+		if op := &ops[i]; op.Kind == KindPublish && !op.Settled() && op.Effect != NoEffect {
 			ambiguous[op.Value] = true
 		}
 	}
 	observed := map[obs]bool{}
 	end := int64(0)
-	for i, op := range ops {
-		f := &facts[ranks[i]]
+	for i := range ops {
+		op, f := &ops[i], &facts[ranks[i]]
 		switch {
 		case op.Kind == KindFetch && op.Status == drivers.OK:
 			if ambiguous[op.Value] {
@@ -338,67 +355,75 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 		call, ret  int64
 		step       step
 	}
-	list := make([]prepared, 0, len(ops))
-	dropped := 0
-	for i := range ops {
-		op, f := &ops[i], &facts[ranks[i]]
-		var st step
-		ret := op.Return
-		switch {
-		case sm == DurableStore && f.firstOK != 0 && op.Call > f.firstOK &&
-			(op.Kind == KindPublish || op.Kind == KindLookup && op.Status == drivers.OK ||
-				op.Kind == KindFetch && op.Status == drivers.OK && op.Value == f.value):
-			// Durable: once a read returned v, the key holds v for ever, so an
-			// operation called later that agrees with v (a read of v, a found
-			// lookup, any publish — it keeps the first value) cannot change
-			// the verdict. Ones that disagree stay and fail.
-			dropped++
-			continue
-		case op.Kind == KindFetch && op.Status == drivers.OK:
-			st = stFetchOK
-		case op.Kind == KindFetch && op.Status == drivers.Miss:
-			st = stFetchMiss
-		case op.Kind == KindLookup && op.Status == drivers.OK:
-			st = stFound
-		case op.Kind == KindLookup && op.Status == drivers.Miss:
-			st = stAbsent
-		case op.Kind == KindPublish && op.Status == drivers.OK:
-			st = stStore
-		case op.Kind == KindPublish && op.Effect == TookEffect && op.EffectSeq > 0 && op.Status != drivers.Miss:
-			st, ret = stStore, max(op.EffectSeq, op.Call)
-		case op.Kind == KindPublish && !op.Settled() && op.Effect != NoEffect &&
-			(observed[obs{ranks[i], op.Value}] || f.found):
-			st, ret = stStore, Never
-		default:
-			// A fetch or lookup without OK/MISS constrains nothing; a
-			// declined publish (MISS) is legal in every state and changes
-			// none; a NoEffect publish did not happen; an unobserved
-			// ambiguous one may as well not have (linearized last, it
-			// changes nothing).
-			dropped++
-			continue
-		}
-		if ret == Never {
-			ret = end
-		}
-		list = append(list, prepared{key: ranks[i], index: int32(i), call: op.Call, ret: ret, step: st})
-	}
-	// Group by key with a counting sort that keeps input order; a recorded
-	// history is already in call order, so a key's run rarely needs sorting.
-	start := make([]int, len(keys)+1)
-	for _, p := range list {
-		start[p.key+1]++
+	// Group by key with a counting sort of the operations' indices that keeps
+	// input order, then keep what counts key by key: the kept operations come
+	// out grouped. A recorded history is already in call order, so a key's
+	// run rarely needs sorting.
+	counts := make([]int, 2*len(keys)+1) // start, then next: one allocation
+	start, next := counts[:len(keys)+1:len(keys)+1], counts[len(keys)+1:]
+	for _, k := range ranks {
+		start[k+1]++
 	}
 	for k := range keys {
 		start[k+1] += start[k]
 	}
-	grouped := make([]prepared, len(list))
-	next := append([]int(nil), start[:len(keys)]...)
-	for _, p := range list {
-		grouped[next[p.key]] = p
-		next[p.key]++
+	copy(next, start[:len(keys)])
+	order := make([]int32, len(ops))
+	for i, k := range ranks {
+		order[next[k]] = int32(i)
+		next[k]++
 	}
-	list = grouped
+	list := make([]prepared, 0, len(ops))
+	dropped := 0
+	for k := range keys {
+		from, to := start[k], next[k] // the key's operations, in order
+		start[k] = len(list)          // from here on, where its kept ones start
+		for _, i32 := range order[from:to] {
+			i := int(i32)
+			op, f := &ops[i], &facts[ranks[i]]
+			var st step
+			ret := op.Return
+			switch {
+			case sm == DurableStore && f.firstOK != 0 && op.Call > f.firstOK &&
+				(op.Kind == KindPublish || op.Kind == KindLookup && op.Status == drivers.OK ||
+					op.Kind == KindFetch && op.Status == drivers.OK && op.Value == f.value):
+				// Durable: once a read returned v, the key holds v for ever, so an
+				// operation called later that agrees with v (a read of v, a found
+				// lookup, any publish — it keeps the first value) cannot change
+				// the verdict. Ones that disagree stay and fail.
+				dropped++
+				continue
+			case op.Kind == KindFetch && op.Status == drivers.OK:
+				st = stFetchOK
+			case op.Kind == KindFetch && op.Status == drivers.Miss:
+				st = stFetchMiss
+			case op.Kind == KindLookup && op.Status == drivers.OK:
+				st = stFound
+			case op.Kind == KindLookup && op.Status == drivers.Miss:
+				st = stAbsent
+			case op.Kind == KindPublish && op.Status == drivers.OK:
+				st = stStore
+			case op.Kind == KindPublish && op.Effect == TookEffect && op.EffectSeq > 0 && op.Status != drivers.Miss:
+				st, ret = stStore, max(op.EffectSeq, op.Call)
+			case op.Kind == KindPublish && !op.Settled() && op.Effect != NoEffect &&
+				(observed[obs{ranks[i], op.Value}] || f.found):
+				st, ret = stStore, Never
+			default:
+				// A fetch or lookup without OK/MISS constrains nothing; a
+				// declined publish (MISS) is legal in every state and changes
+				// none; a NoEffect publish did not happen; an unobserved
+				// ambiguous one may as well not have (linearized last, it
+				// changes nothing).
+				dropped++
+				continue
+			}
+			if ret == Never {
+				ret = end
+			}
+			list = append(list, prepared{key: ranks[i], index: int32(i), call: op.Call, ret: ret, step: st})
+		}
+	}
+	start[len(keys)] = len(list)
 	byTime := func(a, b prepared) int {
 		return cmp.Or(cmp.Compare(a.call, b.call), cmp.Compare(a.ret, b.ret), cmp.Compare(a.index, b.index))
 	}
@@ -409,12 +434,19 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 	}
 	out := make([]porcupine.Operation, len(list))
 	// porcupine keeps pointers to the inputs and (as metadata) the ops: one
-	// allocation holds both, for the kept operations only.
+	// allocation holds both, for the kept operations only (the inputs alone
+	// when h is owned: the ops are h's).
 	type kept struct {
 		in input
 		op Op
 	}
-	keep := make([]kept, len(list))
+	var keep []kept
+	var ins []input
+	if owned {
+		ins = make([]input, len(list))
+	} else {
+		keep = make([]kept, len(list))
+	}
 	var lanes []int64 // per lane: the return of its last operation
 	for i, p := range list {
 		if i == 0 || p.key != list[i-1].key {
@@ -432,10 +464,17 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 			lanes = append(lanes, 0)
 		}
 		lanes[lane] = p.ret
-		k := &keep[i]
-		k.op = ops[p.index]
-		k.in = input{step: p.step, value: k.op.Value, op: &k.op}
-		out[i] = porcupine.Operation{ClientId: lane, Input: &k.in, Call: p.call, Return: p.ret, Metadata: &k.op}
+		var in *input
+		var op *Op
+		if owned {
+			in, op = &ins[i], &ops[p.index]
+		} else {
+			k := &keep[i]
+			k.op = ops[p.index]
+			in, op = &k.in, &k.op
+		}
+		*in = input{step: p.step, value: op.Value, op: op}
+		out[i] = porcupine.Operation{ClientId: lane, Input: in, Call: p.call, Return: p.ret, Metadata: op}
 	}
 	return out, dropped
 }
@@ -447,7 +486,7 @@ func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
 // sorted and the numbers mapped to ranks.
 func keyRanks(ops History) (keys []string, ranks []int32) {
 	ids := make(map[string]int32, min(len(ops), 64)) // key → number, in first-seen order
-	keys, ranks = make([]string, 0, len(ops)), make([]int32, len(ops))
+	keys, ranks = make([]string, 0, min(len(ops), 64)), make([]int32, len(ops))
 	for i := range ops {
 		k := ops[i].Key
 		id, ok := ids[k]

@@ -56,7 +56,7 @@ const (
 // attemptAdmitted starts following an admitted attempt (simulated runs
 // only: the notes take their place in the recorders' shared sequence).
 func (r *run) attemptAdmitted(op int, ep *Endpoint, a *backend.Attempt, loan *lender.Loan) {
-	if r.s == nil || a == nil {
+	if r.s == nil || a == nil || !r.notes() {
 		return
 	}
 	if r.attempts == nil {
@@ -69,6 +69,10 @@ func (r *run) attemptAdmitted(op int, ep *Endpoint, a *backend.Attempt, loan *le
 	r.attempts[a] = &r.seen[len(r.seen)-1]
 	r.event(attemptEvent{endpoint: ep.Name, kind: evAdmitted, a: a, op: op, rows: a.Rows(), batches: a.Batches()})
 }
+
+// notes reports whether the run keeps what only its report reads: the
+// attempt events (Config.Lean). A lean run follows no attempt at all.
+func (r *run) notes() bool { return !r.cfg.Lean || r.cfg.AllNotes }
 
 // attemptChanged notes a committed outcome, an access change and the
 // lender's release or retention of the attempt's slots, each once, after
@@ -99,9 +103,6 @@ func (r *run) attemptChanged(endpoint string, a *backend.Attempt) {
 // recorders share, without taking a number of its own (so nothing the
 // oracles order by moves).
 func (r *run) event(e attemptEvent) {
-	if r.cfg.Lean && !r.cfg.AllNotes {
-		return // only reports read them (Config.Lean)
-	}
 	if len(r.attemptEvents) >= model.MaxNotes {
 		r.attemptNotesDropped++ // like a recorder's notes, they stop at model.MaxNotes (bounds.go)
 		return

@@ -89,7 +89,8 @@ type CheckResult struct {
 	// Lin is porcupine's verdict (Outcome "" when it did not run); Unknown
 	// (a timeout) is a verdict of its own, never a pass.
 	Lin model.CheckResult
-	// History is every endpoint's, in endpoint order (what S-LIN checked).
+	// History is every endpoint's, in endpoint order (what S-LIN checked);
+	// Lin points into it, so it is read, never changed.
 	History model.History
 }
 
@@ -138,6 +139,8 @@ func Check(in CheckInput) CheckResult {
 	if in.Stopped != nil {
 		add("", stopped(in.Stopped, in.At, in.Endpoints))
 	}
+	var hsBuf [4]model.History
+	hs := hsBuf[:0] // every endpoint's history, merged below in one allocation
 	for _, ep := range in.Endpoints {
 		if in.Finished {
 			add(ep.Name, ep.Monitor.Finish()...)
@@ -151,15 +154,12 @@ func Check(in CheckInput) CheckResult {
 		if in.Idle {
 			add(ep.Name, ep.Recorder.LivenessViolations(in.At)...)
 		}
-		if h := ep.Recorder.History(); res.History == nil {
-			res.History = h // a fresh copy already: the first endpoint's is kept as it is
-		} else {
-			res.History = append(res.History, h...)
-		}
+		hs = append(hs, ep.Recorder.History())
 		if in.Idle && in.ExpectShutdown && ep.Backend != nil && !ep.Down {
 			add(ep.Name, rules.Violation{Rule: rules.BShut, Class: rules.Liveness, Row: -1, At: in.At, Detail: "backend shutdown never returned"})
 		}
 	}
+	res.History = mergeHistories(hs)
 	if in.Idle {
 		for _, at := range in.Attempts {
 			if a := at.Attempt; !a.Committed() || a.Access() == drivers.AccessPending {
@@ -178,7 +178,7 @@ func Check(in CheckInput) CheckResult {
 		if timeout <= 0 {
 			timeout = 10 * time.Second
 		}
-		res.Lin = model.Check(res.History, in.StoreModel, timeout)
+		res.Lin = model.CheckOwned(res.History, in.StoreModel, timeout) // res.History is Check's own copy
 		add("", res.Lin.Violations(in.Seed)...)
 		if res.Lin.Err != nil {
 			add("", rules.Violation{Rule: rules.HarnessErr, Class: rules.Harness, Row: -1, At: in.At,
@@ -188,6 +188,26 @@ func Check(in CheckInput) CheckResult {
 	rules.Sort(out)
 	res.Violations = out
 	return res
+}
+
+// mergeHistories is hs end to end, in one allocation. Each is a fresh copy
+// already: when only one has operations, it is kept as it is.
+func mergeHistories(hs []model.History) model.History {
+	var only model.History
+	n, parts := 0, 0
+	for _, h := range hs {
+		if len(h) > 0 {
+			only, n, parts = h, n+len(h), parts+1
+		}
+	}
+	if parts <= 1 {
+		return only
+	}
+	out := make(model.History, 0, n)
+	for _, h := range hs {
+		out = append(out, h...)
+	}
+	return out
 }
 
 // stopped is the violation of a run cut short.

@@ -142,7 +142,8 @@ var (
 
 // NewEndpoint builds an endpoint: recorder, lender (with Memory; every
 // touch of its arenas goes to the recorder, then OnTouch), driver, monitor
-// (recorder, oracles, then Observers), and — unless Later — the backend.
+// (recorder, the oracles that watch the boundary, then Observers), and —
+// unless Later — the backend.
 // On an error the returned endpoint is non-nil once its driver exists (so
 // the caller can shut the driver down).
 func NewEndpoint(o EndpointOptions) (*Endpoint, error) {
@@ -188,7 +189,9 @@ func NewEndpoint(o EndpointOptions) (*Endpoint, error) {
 	mo.Clock, mo.Seed = o.RT, o.Seed
 	mo.Observers = []monitor.Observer{ep.Recorder}
 	for _, or := range ep.oracles {
-		mo.Observers = append(mo.Observers, or)
+		if _, blind := or.(blindOracle); !blind {
+			mo.Observers = append(mo.Observers, or)
+		}
 	}
 	mo.Observers = append(mo.Observers, o.Observers...)
 	ep.Monitor = monitor.Wrap(d, mo)

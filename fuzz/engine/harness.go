@@ -32,6 +32,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -338,10 +339,12 @@ func (r *run) endpoint(spec workload.Endpoint) (*Endpoint, error) {
 	}
 	o := r.endpointOptions(spec)
 	o.RT, o.Sched, o.Store, o.Faults = r.s, r.s, r.store, mix
-	o.Recorder = model.RecorderOptions{Sequence: &r.seq, StoreLogComplete: true, Lookups: true, NoNotes: r.cfg.Lean && !r.cfg.AllNotes}
+	o.Recorder = model.RecorderOptions{Sequence: &r.seq, StoreLogComplete: true, Lookups: true, NoNotes: !r.notes()}
 	o.Backend.DrainTimeout = time.Millisecond
 	o.Model, o.Lies = !r.cfg.noModel, lies
-	o.OnAttempt = func(a *backend.Attempt) { r.attemptChanged(spec.Name, a) }
+	if r.notes() { // only reports read what became of the attempts (Config.Lean)
+		o.OnAttempt = func(a *backend.Attempt) { r.attemptChanged(spec.Name, a) }
+	}
 	pr := newProber(r) // the driver probes (probe.go) and their ground truth
 	o.probes, o.Monitor.Truth, o.Monitor.Injected = pr, r.facts.truth, pr.injected
 	ep, err := NewEndpoint(o)
@@ -376,11 +379,12 @@ func (r *run) endpointOptions(spec workload.Endpoint) EndpointOptions {
 func (r *run) schedule() {
 	r.ops = make([]*opState, 0, len(r.log.Ops))
 	sts := make([]opState, len(r.log.Ops)) // one allocation for every op's state
-	for i, op := range r.log.Ops {
-		st := &sts[i]
-		*st = opState{op: op, ep: r.byEp[op.Endpoint], r: r, i: i}
+	for i := range r.log.Ops {
+		st := &sts[i] // zero: the fields are set in place, the op copied once
+		st.op, st.r, st.i = r.log.Ops[i], r, i
+		st.ep = r.byEp[st.op.Endpoint]
 		r.ops = append(r.ops, st)
-		r.s.AfterRun(op.At, "op", st)
+		r.s.AfterRun(st.op.At, "op", st)
 	}
 }
 
@@ -473,9 +477,13 @@ func contentInto(buf []byte, seed uint64, op, row, n int) []byte {
 		b = make([]byte, n)
 	}
 	b = b[:n]
-	for i := 0; i < n; i += 8 {
+	i := 0
+	for ; i+8 <= n; i += 8 { // a word at a time, least significant byte first
+		binary.LittleEndian.PutUint64(b[i:], g.Uint64())
+	}
+	if i < n { // the tail of a size that is not a multiple of 8
 		v := g.Uint64()
-		for j := 0; j < 8 && i+j < n; j++ {
+		for j := range n - i {
 			b[i+j] = byte(v >> (8 * j))
 		}
 	}

@@ -42,8 +42,18 @@ func endpointOracles(ep *Endpoint) []Oracle {
 	return out
 }
 
+// blindOracle is an oracle that watches nothing at the boundary: its
+// Observer methods are empty (it judges from elsewhere). NewEndpoint leaves
+// it off the monitor's observers, so no boundary event calls it.
+type blindOracle interface {
+	Oracle
+	blind()
+}
+
 // The recorder and the oracles are monitor observers.
 var (
 	_ monitor.Observer = (*model.Recorder)(nil)
 	_ Oracle           = (*backendCheck)(nil)
+	_ blindOracle      = refineOracle{}
+	_ blindOracle      = (*prober)(nil)
 )

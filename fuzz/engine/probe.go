@@ -197,7 +197,9 @@ func (p *prober) Judge(*Endpoint, *CheckInput) []rules.Violation {
 	return append([]rules.Violation(nil), p.violations()...)
 }
 
-// The prober acts; it watches nothing at the boundary.
+// The prober acts; it watches nothing at the boundary (a blindOracle: the
+// monitor does not call these).
+func (*prober) blind()                                                           {}
 func (*prober) Registered(time.Duration, drivers.Handle, drivers.Region)         {}
 func (*prober) Unregistered(time.Duration, drivers.Handle, drivers.Region)       {}
 func (*prober) Submitted(time.Duration, drivers.CallID, drivers.RowBatch, error) {}
@@ -207,25 +209,33 @@ func (*prober) Cancelled(time.Duration, drivers.CallID, drivers.CancelResult)   
 func (*prober) LookedUp(time.Duration, []string, []bool, error)                  {}
 func (*prober) ShutDown(time.Duration, []string)                                 {}
 
-// quiet switches the per-call faults off until the returned undo runs.
-func (p *prober) quiet() func() {
+// quiet switches the per-call faults off until restore runs on what it
+// returns (a value, not a closure: a probe's Submit allocates nothing for it).
+func (p *prober) quiet() quieted {
 	if p.ctl == nil {
-		return func() {}
+		return quieted{}
 	}
-	m := p.ctl.Faults()
-	type was struct {
-		name string
-		rate float64
-	}
-	undo := make([]was, 0, len(callFaults))
-	for _, f := range callFaults {
-		if rate := f.rate(m); rate > 0 && p.ctl.SetFault(f.name, 0) == nil {
-			undo = append(undo, was{f.name, rate})
+	q := quieted{ctl: p.ctl, mix: p.ctl.Faults()}
+	for i, f := range callFaults {
+		if f.rate(q.mix) > 0 && p.ctl.SetFault(f.name, 0) == nil {
+			q.off |= 1 << i
 		}
 	}
-	return func() {
-		for _, u := range undo {
-			_ = p.ctl.SetFault(u.name, u.rate)
+	return q
+}
+
+// quieted is what quiet switched off: the callFaults whose bit is set in
+// off, each to be set back to its rate in mix.
+type quieted struct {
+	ctl faultControl
+	mix memdriver.FaultMix
+	off uint32
+}
+
+func (q quieted) restore() {
+	for i, f := range callFaults {
+		if q.off&(1<<i) != 0 {
+			_ = q.ctl.SetFault(f.name, f.rate(q.mix))
 		}
 	}
 }

@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/storesim/storesim/drivers"
@@ -76,7 +76,7 @@ func (x *probe) staleClose() {
 func (x *probe) afterShutdown(tries int) {
 	if !x.p.ep.Down {
 		if tries < 200 {
-			x.p.r.s.After(100*time.Microsecond, fmt.Sprintf("probe/%s %d waits for shutdown", x.p.ep.Name, x.op), func() { x.afterShutdown(tries + 1) })
+			x.p.r.s.After(100*time.Microsecond, "probe/"+x.p.ep.Name+" "+strconv.Itoa(x.op)+" waits for shutdown", func() { x.afterShutdown(tries + 1) })
 		}
 		return
 	}
@@ -148,7 +148,7 @@ func (x *probe) evictDuringFetch(key string) {
 				return
 			}
 			evicted = true
-			x.p.r.s.After(0, fmt.Sprintf("probe/%s %d evicts %s", x.p.ep.Name, x.op, key), func() { store.Evict(key) })
+			x.p.r.s.After(0, "probe/"+x.p.ep.Name+" "+strconv.Itoa(x.op)+" evicts "+key, func() { store.Evict(key) })
 		}
 	})
 }
@@ -170,7 +170,7 @@ func (x *probe) concurrentPut() {
 	for i := range 2 {
 		a.Fill(i, objs[i])
 		b := drivers.RowBatch{Dir: drivers.Publish, Rows: []drivers.Row{{Key: key, Handle: h, Slot: i, Position: 0}}}
-		c, err := x.submit(fmt.Sprintf("put %d", i), b, func(c drivers.Call) {
+		c, err := x.submit("put "+strconv.Itoa(i), b, func(c drivers.Call) {
 			x.settled(c, key)
 			if left--; left == 0 {
 				x.storeCheck(key, objs, calls[0], calls[1])

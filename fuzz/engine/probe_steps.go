@@ -81,20 +81,12 @@ func (x *probe) closeWhenEnded(h drivers.Handle, cs ...drivers.Call) {
 // calls nothing.
 func (x *probe) submit(what string, b drivers.RowBatch, then func(drivers.Call)) (drivers.Call, error) {
 	p := x.p
-	var c drivers.Call
-	finished := false
-	wake := p.r.s.Wake("probe/"+p.ep.Name+" "+strconv.Itoa(x.op)+" "+what, func() {
-		if c == nil || finished || !done(c, len(b.Rows)) {
-			return
-		}
-		finished = true
-		if then != nil {
-			then(c)
-		}
-	})
-	undo := p.quiet()
+	pc := &probeCall{rows: len(b.Rows), then: then} // one allocation for what the wake-up reads and writes
+	wake := p.r.s.Wake("probe/"+p.ep.Name+" "+strconv.Itoa(x.op)+" "+what, pc.woken)
+	q := p.quiet()
 	c, err := p.d().Submit(b, wake)
-	undo()
+	q.restore()
+	pc.c = c
 	if err != nil {
 		return nil, err
 	}
@@ -102,6 +94,24 @@ func (x *probe) submit(what string, b drivers.RowBatch, then func(drivers.Call))
 		p.clean[c.ID()] = true
 	}
 	return c, nil
+}
+
+// probeCall is a probe call as its wake-up sees it.
+type probeCall struct {
+	c        drivers.Call // nil until Submit returned it
+	finished bool
+	rows     int
+	then     func(drivers.Call)
+}
+
+func (pc *probeCall) woken() {
+	if pc.c == nil || pc.finished || !done(pc.c, pc.rows) {
+		return
+	}
+	pc.finished = true
+	if pc.then != nil {
+		pc.then(pc.c)
+	}
 }
 
 // done: the call has access evidence and every row a final result (or

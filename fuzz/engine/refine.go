@@ -111,7 +111,9 @@ func (r *run) afterStep() {
 // and the other oracles judge it.
 type refineOracle struct{ ep *Endpoint }
 
-// The model sees the boundary through its own tap, not through the monitor.
+// The model sees the boundary through its own tap, not through the monitor
+// (a blindOracle: the monitor does not call these).
+func (refineOracle) blind()                                                           {}
 func (refineOracle) Registered(time.Duration, drivers.Handle, drivers.Region)         {}
 func (refineOracle) Unregistered(time.Duration, drivers.Handle, drivers.Region)       {}
 func (refineOracle) Submitted(time.Duration, drivers.CallID, drivers.RowBatch, error) {}

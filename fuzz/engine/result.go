@@ -70,7 +70,8 @@ type Result struct {
 	Log       *workload.Log
 	Lin       model.CheckResult
 	// Notes and History of every endpoint, merged in sequence order, for
-	// timelines and the porcupine visualization.
+	// timelines and the porcupine visualization (Lin points into History:
+	// read it, do not change it).
 	Notes   []EndpointNote
 	History model.History
 	// Calls are every endpoint's driver calls (submission order per

@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"fmt"
 	"strconv"
 	"time"
 
@@ -95,7 +94,7 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 		}
 		for j := range 1 + r.Intn(3) {
 			e.Regions = append(e.Regions, RegionSpec{
-				Label: fmt.Sprintf("%s%d", e.Name, j), Slots: 16 + r.Intn(33), SlotBytes: slotBytes,
+				Label: e.Name + strconv.Itoa(j), Slots: 16 + r.Intn(33), SlotBytes: slotBytes,
 			})
 		}
 		if cfg.Faults != nil {
@@ -186,23 +185,47 @@ func (g probeGen) during(at time.Duration, eps []Endpoint, down map[string]bool)
 	if g.rate <= 0 || !g.r.Chance(g.rate) {
 		return Op{}, false
 	}
-	up := make([]string, 0, len(eps))
+	// The draws pick the e-th endpoint still up and the k-th kind that can
+	// run, counted in place: a probe allocates nothing here.
+	up := 0
 	for _, e := range eps {
 		if !down[e.Name] {
-			up = append(up, e.Name)
+			up++
 		}
 	}
-	kinds := make([]ProbeKind, 0, len(ProbeKinds))
+	usable := func(k ProbeKind) bool {
+		return k != ProbeAfterShutdown && (k != ProbeEvictDuringFetch || g.evicting)
+	}
+	kinds := 0
 	for _, k := range ProbeKinds {
-		if k != ProbeAfterShutdown && (k != ProbeEvictDuringFetch || g.evicting) {
-			kinds = append(kinds, k)
+		if usable(k) {
+			kinds++
 		}
 	}
-	e, k := g.r.Intn(max(1, len(up))), kinds[g.r.Intn(len(kinds))]
-	if len(up) == 0 {
+	e, k := g.r.Intn(max(1, up)), g.r.Intn(kinds)
+	if up == 0 {
 		return Op{}, false
 	}
-	return Op{At: at, Kind: Probe, Endpoint: up[e], Probe: k}, true
+	op := Op{At: at, Kind: Probe}
+	for _, ep := range eps {
+		if !down[ep.Name] {
+			if e == 0 {
+				op.Endpoint = ep.Name
+				break
+			}
+			e--
+		}
+	}
+	for _, kind := range ProbeKinds {
+		if usable(kind) {
+			if k == 0 {
+				op.Probe = kind
+				break
+			}
+			k--
+		}
+	}
+	return op, true
 }
 
 // after is the after-shutdown probes, past the last op at.
