@@ -264,7 +264,7 @@ type run struct {
 }
 
 type opState struct {
-	op      workload.Op
+	op      *workload.Op // the log's, read only
 	ep      *Endpoint
 	attempt *backend.Attempt
 	skipped string
@@ -381,7 +381,7 @@ func (r *run) schedule() {
 	sts := make([]opState, len(r.log.Ops)) // one allocation for every op's state
 	for i := range r.log.Ops {
 		st := &sts[i] // zero: the fields are set in place, the op copied once
-		st.op, st.r, st.i = r.log.Ops[i], r, i
+		st.op, st.r, st.i = &r.log.Ops[i], r, i
 		st.ep = r.byEp[st.op.Endpoint]
 		r.ops = append(r.ops, st)
 		r.s.AfterRun(st.op.At, "op", st)

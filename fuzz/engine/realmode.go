@@ -356,7 +356,7 @@ func (rr *realRun) play() error {
 	var last time.Duration
 	rr.rt.Do(func() {
 		for i, op := range rr.log.Ops {
-			st := &opState{op: op, ep: rr.byEp[op.Endpoint]}
+			st := &opState{op: &rr.log.Ops[i], ep: rr.byEp[op.Endpoint]}
 			rr.ops = append(rr.ops, st)
 			at := time.Duration(float64(op.At) * rr.rd.Stretch)
 			last = max(last, at)

@@ -147,7 +147,7 @@ func (r *run) judge(runErr error) {
 	}
 	res.Ops = make([]OpRecord, 0, len(r.ops))
 	for i, st := range r.ops {
-		rec := OpRecord{Index: i, Op: st.op, Skipped: st.skipped, Endpoint: st.op.Endpoint}
+		rec := OpRecord{Index: i, Op: *st.op, Skipped: st.skipped, Endpoint: st.op.Endpoint}
 		if a := st.attempt; a != nil {
 			rec.Attempt, rec.Outcome, rec.Access = a.ID(), a.Outcome().String(), a.Access().String()
 		}
