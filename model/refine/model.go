@@ -411,15 +411,14 @@ func (m *Model) Admitted(av AttemptView, err error) {
 	m.byView[av] = a
 	m.attempts = append(m.attempts, a)
 	m.live = append(m.live, a)
-	o := av.Outcome()
 	switch {
 	case a.expectFail:
 		a.failCause = textCause("a row outside any live registration")
-		if o.State != backend.Failed {
-			m.fail(rules.BSubmit, a, 0, "outside", fmt.Sprintf("a row outside any live registration must fail the attempt at admission, but it is %v", o.State))
+		if st := av.State(); st != backend.Failed {
+			m.fail(rules.BSubmit, a, 0, "outside", fmt.Sprintf("a row outside any live registration must fail the attempt at admission, but it is %v", st))
 		}
 	case len(a.batches) == 0:
-		if o.State != backend.Delivered || slices.Contains(o.Served, true) || av.Access() != drivers.AccessEnded {
+		if o := av.Outcome(); o.State != backend.Delivered || slices.Contains(o.Served, true) || av.Access() != drivers.AccessEnded {
 			m.fail(rules.BSubmit, a, 0, "empty", fmt.Sprintf("an empty view must be Delivered(nothing) with access ENDED at once, but it is %v with access %v", o, av.Access()))
 		}
 	}
@@ -495,10 +494,11 @@ type roomCheck struct {
 
 // room is B-BOUND's admission: every batch of the view must fit.
 func (m *Model) room(n int) roomCheck {
-	if u := m.unprovableCalls(); u > m.bcfg.MaxUnprovable {
+	inFlight, u := m.openCalls()
+	if u > m.bcfg.MaxUnprovable {
 		return roomCheck{full: true, unprovable: u}
 	}
-	have := m.inFlight() + m.queued()
+	have := inFlight + m.queued()
 	return roomCheck{full: have+n > m.bcfg.MaxCallsInFlight+m.bcfg.MaxQueuedCalls, have: have}
 }
 
@@ -511,8 +511,9 @@ func (m *Model) roomText(r roomCheck, n int) string {
 }
 
 func (m *Model) gauges() string {
-	return fmt.Sprintf("%d in flight of %d, %d queued of %d, %d UNPROVABLE of %d", m.inFlight(), m.bcfg.MaxCallsInFlight,
-		m.queued(), m.bcfg.MaxQueuedCalls, m.unprovableCalls(), m.bcfg.MaxUnprovable)
+	inFlight, unprovable := m.openCalls()
+	return fmt.Sprintf("%d in flight of %d, %d queued of %d, %d UNPROVABLE of %d", inFlight, m.bcfg.MaxCallsInFlight,
+		m.queued(), m.bcfg.MaxQueuedCalls, unprovable, m.bcfg.MaxUnprovable)
 }
 
 func (m *Model) dequeue(a *attempt) {
@@ -540,23 +541,26 @@ func (m *Model) queued() int {
 	return n
 }
 
-// inFlight counts calls the backend knows to lack access evidence.
-func (m *Model) inFlight() int {
-	n := 0
+// openCalls counts, in one walk, the calls the backend knows to lack access
+// evidence (in flight) and the UNPROVABLE ones.
+func (m *Model) openCalls() (inFlight, unprovable int) {
 	for _, c := range m.calls {
-		if !c.stuck && c.acc == drivers.AccessPending {
-			n++
+		switch {
+		case c.acc == drivers.AccessUnprovable:
+			unprovable++
+		case !c.stuck && c.acc == drivers.AccessPending:
+			inFlight++
 		}
 	}
-	return n
+	return inFlight, unprovable
 }
 
-// sweepCalls is inFlight, unprovableCalls and the bytes the UNPROVABLE
-// calls retain, in one walk of the calls, for the quiescent point's
-// checks; the walk also forgets the calls the backend knows ENDED. ENDED
-// is final (Access.CanBecome), and every reader of m.calls passes over
-// ENDED calls, so forgetting them changes no answer and keeps the walks
-// (this one, inFlight and room on every Submit) to the calls still open.
+// sweepCalls is openCalls and the bytes the UNPROVABLE calls retain, in
+// one walk of the calls, for the quiescent point's checks; the walk also
+// forgets the calls the backend knows ENDED. ENDED is final
+// (Access.CanBecome), and every reader of m.calls passes over ENDED calls,
+// so forgetting them changes no answer and keeps the walks (this one, and
+// openCalls on every admission and Submit) to the calls still open.
 func (m *Model) sweepCalls() (inFlight, unprovable int, retained int64) {
 	open := m.calls[:0]
 	for _, c := range m.calls {
@@ -574,16 +578,6 @@ func (m *Model) sweepCalls() (inFlight, unprovable int, retained int64) {
 	clear(m.calls[len(open):]) // no stale pointers past the end
 	m.calls = open
 	return inFlight, unprovable, retained
-}
-
-func (m *Model) unprovableCalls() int {
-	n := 0
-	for _, c := range m.calls {
-		if c.acc == drivers.AccessUnprovable {
-			n++
-		}
-	}
-	return n
 }
 
 // rowBytes is the bytes of c's rows' slots (rows on no known registration
