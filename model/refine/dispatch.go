@@ -21,7 +21,7 @@ func (m *Model) head() *batch {
 			break
 		}
 		if b.phase == queued {
-			b.phase = dropped
+			b.phase, b.a.settled = dropped, false
 		}
 	}
 	// One shift for every batch dropped: in place, the queue keeps its
@@ -189,7 +189,7 @@ func (m *Model) settleLookup() {
 }
 
 func (m *Model) completeLookupOnly(b *batch) {
-	b.phase = complete
+	b.phase, b.a.settled = complete, false
 }
 
 func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.Call, err error) *call {

@@ -60,9 +60,8 @@ type Model struct {
 
 	count backend.Stats // the counters Stats must show (its gauges are judged apart)
 
-	dirty  bool   // a fact arrived since the last step was judged
-	qdirty bool   // ... since the last quiescent point was judged
-	step   uint64 // AfterSteps so far (attempt.judgedIn)
+	dirty  bool // a fact arrived since the last step was judged
+	qdirty bool // ... since the last quiescent point was judged
 
 	// The model's records, carved from chunks: they live as long as the
 	// model (finished ones are only forgotten, see compact).
@@ -119,7 +118,8 @@ type attempt struct {
 	expectFail  bool           // failed at admission (unregistered row)
 	done        bool           // committed and access ENDED: nothing more to judge
 	touched     bool           // seen in this step
-	judgedIn    uint64         // the AfterStep (Model.step) that last judged it for being touched
+	settled     bool           // judged, and no fact about it arrived since (see judge)
+	judgedAcc   drivers.Access // ... and the access it showed then
 	stopDue     bool           // committed Failed or Cancelled in this step
 	noted       bool           // an OnChange report arrived
 	notedState  backend.State  // ... and showed this outcome

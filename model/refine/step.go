@@ -14,7 +14,7 @@ import (
 func (m *Model) touch(a *attempt) {
 	m.dirty = true
 	if a != nil && a.view != nil && !a.done {
-		a.touched = true
+		a.touched, a.settled = true, false
 	}
 }
 
@@ -60,9 +60,20 @@ func allComplete(a *attempt) bool {
 }
 
 // judge compares the backend's attempt with the model after a step.
+//
+// An attempt judged before (settled) whose outcome and access read the same
+// as then is passed over: no fact about it arrived since, so the model's
+// side is as it was too, and judging it again would only repeat the
+// findings of last time, which are deduplicated. Every change to what
+// judge reads of the model's attempt clears settled (touch, and the two
+// changes made without one: a dropped batch, a settled lookup).
 func (m *Model) judge(a *attempt) {
 	a.touched = false
-	st := a.view.State()
+	st, got := a.view.State(), a.view.Access()
+	if a.settled && st == a.state && got == a.judgedAcc {
+		return
+	}
+	a.settled = false
 	prev := a.state
 	if prev != backend.Pending && st != prev {
 		m.fail(rules.BOutcome, a, 0, "changed", fmt.Sprintf("its outcome was committed %v, and is now %v (the first commit wins)", prev, a.view.Outcome()))
@@ -87,12 +98,13 @@ func (m *Model) judge(a *attempt) {
 	if want == drivers.AccessUnprovable {
 		a.unprovable = true
 	}
-	if got := a.view.Access(); got != want {
+	if got != want {
 		m.fail(rules.BAccess, a, 0, "access", fmt.Sprintf("its access is %v, but its calls say %v (%s)", got, want, m.callStates(a)))
 	}
 	if o.State != backend.Pending && want == drivers.AccessEnded {
 		a.done = true
 	}
+	a.settled, a.judgedAcc = true, got
 }
 
 // committedNow judges a commit made in this step.
@@ -224,7 +236,7 @@ func (m *Model) Cancelling(av AttemptView) {
 	if a := m.byView[av]; a != nil {
 		a.askNow = av.State() == backend.Pending
 		a.cancelAsk = a.cancelAsk || a.askNow
-		a.touched = true
+		a.touched, a.settled = true, false
 	}
 }
 
@@ -257,7 +269,6 @@ func (m *Model) judgeNow(a *attempt) {
 // not idle while it could act (B-PROGRESS), and its gauges must equal the
 // model's.
 func (m *Model) AfterStep(quiescent bool) {
-	m.step++
 	m.settleLookup()
 	m.checkRecheck()
 	if m.dirty {
@@ -265,7 +276,6 @@ func (m *Model) AfterStep(quiescent bool) {
 		for _, a := range m.live { // every attempt not done is live
 			if a.touched && !a.done {
 				m.judgeNow(a)
-				a.judgedIn = m.step
 			}
 		}
 	}
@@ -319,10 +329,10 @@ func (m *Model) judgeQuiescent() {
 func (m *Model) judgeLive() {
 	live := m.live[:0]
 	for _, a := range m.live {
-		// An attempt judged earlier in this step is not judged again:
-		// nothing happened since, and judge is idempotent then (its
-		// findings are deduplicated).
-		if !a.done && a.judgedIn != m.step {
+		// An attempt judged earlier in this step, or untouched since an
+		// earlier one and showing what it showed then, is passed over by
+		// judge.
+		if !a.done {
 			m.judgeNow(a)
 		}
 		if !a.noteChecked {
