@@ -562,8 +562,8 @@ func (m *Model) openCalls() (inFlight, unprovable int) {
 // so forgetting them changes no answer and keeps the walks (this one, and
 // openCalls on every admission and Submit) to the calls still open.
 func (m *Model) sweepCalls() (inFlight, unprovable int, retained int64) {
-	open := m.calls[:0]
-	for _, c := range m.calls {
+	n := 0 // open calls kept so far
+	for i, c := range m.calls {
 		switch {
 		case c.acc == drivers.AccessEnded:
 			continue
@@ -573,10 +573,13 @@ func (m *Model) sweepCalls() (inFlight, unprovable int, retained int64) {
 		case !c.stuck && c.acc == drivers.AccessPending:
 			inFlight++
 		}
-		open = append(open, c)
+		if n != i { // written only once one was forgotten: no write barrier for the rest
+			m.calls[n] = c
+		}
+		n++
 	}
-	clear(m.calls[len(open):]) // no stale pointers past the end
-	m.calls = open
+	clear(m.calls[n:]) // no stale pointers past the end
+	m.calls = m.calls[:n]
 	return inFlight, unprovable, retained
 }
 

@@ -336,8 +336,8 @@ func (m *Model) judgeQuiescent() {
 // (done, and their last report judged) would be passed over anyway: the
 // loop skips them instead of walking every attempt not yet compacted.
 func (m *Model) judgeLive() {
-	live := m.live[:0]
-	for _, a := range m.live {
+	n := 0 // live attempts kept so far
+	for i, a := range m.live {
 		// An attempt judged earlier in this step, or untouched since an
 		// earlier one and showing what it showed then, is passed over by
 		// judge.
@@ -349,11 +349,14 @@ func (m *Model) judgeLive() {
 			a.noteChecked = a.done // a finished attempt is checked once more, then forgotten
 		}
 		if !a.done || !a.noteChecked {
-			live = append(live, a)
+			if n != i { // written only once one was dropped: no write barrier for the rest
+				m.live[n] = a
+			}
+			n++
 		}
 	}
-	clear(m.live[len(live):]) // no stale pointers past the end
-	m.live = live
+	clear(m.live[n:]) // no stale pointers past the end
+	m.live = m.live[:n]
 }
 
 // compact forgets finished attempts so a long run stays cheap (the ENDED
