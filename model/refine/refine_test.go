@@ -304,6 +304,26 @@ func TestModel(t *testing.T) {
 			a.out, a.acc = backend.Outcome{State: backend.Delivered, Served: []bool{true}}, drivers.AccessEnded
 			w.step(true) // no OnChange report: the owner never learns
 		}, rules.BAccess},
+		{"access changed without a fact", func(w *world) {
+			v := w.view("a")
+			a := w.admit(drivers.Fetch, v)
+			w.submit(drivers.Fetch, v.Rows)
+			w.admitted(a)
+			w.step(true)                // judged: Pending, access PENDING, as the model says
+			a.acc = drivers.AccessEnded // the call is still running
+			w.m.Notified(a)
+			w.step(true) // nothing arrived about a's calls, but it shows another access
+		}, rules.BAccess},
+		{"committed without a fact", func(w *world) {
+			v := w.view("a")
+			a := w.admit(drivers.Fetch, v)
+			w.submit(drivers.Fetch, v.Rows)
+			w.admitted(a)
+			w.step(true)
+			a.out = backend.Outcome{State: backend.Delivered, Served: []bool{true}} // no results read
+			w.m.Notified(a)
+			w.step(true)
+		}, rules.BModel},
 		{"refused with room", func(w *world) {
 			w.admit(drivers.Fetch, w.view("a"))
 			w.m.Admitted(nil, backend.ErrOverCapacity)
