@@ -1,8 +1,6 @@
 package refine
 
 import (
-	"slices"
-
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/sim/slab"
 )
@@ -13,26 +11,37 @@ import (
 // at the batch, so an append to one never writes into the next). The
 // batches are carved from s.
 func cut(s *slab.Of[batch], a *attempt, rows []drivers.Row, max int) []batch {
-	n := 0
-	cuts(rows, max, func(int, int) { n++ })
-	out := s.Make(n)[:0]
-	cuts(rows, max, func(start, end int) {
-		out = append(out, batch{a: a, rows: rows[start:end:end]})
-	})
-	return out
-}
-
-// cuts calls f with the bounds of each batch of rows.
-func cuts(rows []drivers.Row, max int, f func(start, end int)) {
+	// One walk finds where each batch ends (a view's batches are a handful:
+	// the ends stay on the stack); the batches are carved once their number
+	// is known.
+	var buf [16]int
+	ends := buf[:0]
 	start := 0
-	for i, r := range rows {
-		cur := rows[start:i]
-		if len(cur) == max || slices.ContainsFunc(cur, func(c drivers.Row) bool { return c.Key == r.Key }) {
-			f(start, i)
+	for i := range rows {
+		if i-start == max || hasKey(rows[start:i], rows[i].Key) {
+			ends = append(ends, i)
 			start = i
 		}
 	}
 	if start < len(rows) {
-		f(start, len(rows))
+		ends = append(ends, len(rows))
 	}
+	out := s.Make(len(ends))
+	start = 0
+	for i, end := range ends {
+		out[i] = batch{a: a, rows: rows[start:end:end]}
+		start = end
+	}
+	return out
+}
+
+// hasKey reports whether a row of rows has key (a batch is at most
+// MaxRowsPerOp rows: a scan).
+func hasKey(rows []drivers.Row, key string) bool {
+	for i := range rows {
+		if rows[i].Key == key {
+			return true
+		}
+	}
+	return false
 }

@@ -21,7 +21,7 @@ func (m *Model) head() *batch {
 			break
 		}
 		if b.phase == queued {
-			b.phase = dropped
+			b.phase, b.a.settled = dropped, false
 		}
 	}
 	// One shift for every batch dropped: in place, the queue keeps its
@@ -189,7 +189,7 @@ func (m *Model) settleLookup() {
 }
 
 func (m *Model) completeLookupOnly(b *batch) {
-	b.phase = complete
+	b.phase, b.a.settled = complete, false
 }
 
 func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.Call, err error) *call {
@@ -220,7 +220,7 @@ func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.
 		m.fail(rules.BCut, a, 0, "submit-rows", fmt.Sprintf("a %v call of %q, but the batch's rows that need the store are %v %q",
 			dir, keysOf(rows), a.dir, keysOf(rest(b))))
 	}
-	if in := m.inFlight(); in+1 > m.bcfg.MaxCallsInFlight && m.ready {
+	if in, _ := m.openCalls(); in+1 > m.bcfg.MaxCallsInFlight && m.ready {
 		m.fail(rules.BBound, a, 0, "inflight", fmt.Sprintf("a call was submitted with %d calls already in flight (MaxCallsInFlight %d)", in, m.bcfg.MaxCallsInFlight))
 	}
 	c := m.callSlab.New()

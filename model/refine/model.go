@@ -60,9 +60,8 @@ type Model struct {
 
 	count backend.Stats // the counters Stats must show (its gauges are judged apart)
 
-	dirty  bool   // a fact arrived since the last step was judged
-	qdirty bool   // ... since the last quiescent point was judged
-	step   uint64 // AfterSteps so far (attempt.judgedIn)
+	dirty  bool // a fact arrived since the last step was judged
+	qdirty bool // ... since the last quiescent point was judged
 
 	// The model's records, carved from chunks: they live as long as the
 	// model (finished ones are only forgotten, see compact).
@@ -119,7 +118,8 @@ type attempt struct {
 	expectFail  bool           // failed at admission (unregistered row)
 	done        bool           // committed and access ENDED: nothing more to judge
 	touched     bool           // seen in this step
-	judgedIn    uint64         // the AfterStep (Model.step) that last judged it for being touched
+	settled     bool           // judged, and no fact about it arrived since (see judge)
+	judgedAcc   drivers.Access // ... and the access it showed then
 	stopDue     bool           // committed Failed or Cancelled in this step
 	noted       bool           // an OnChange report arrived
 	notedState  backend.State  // ... and showed this outcome
@@ -411,15 +411,14 @@ func (m *Model) Admitted(av AttemptView, err error) {
 	m.byView[av] = a
 	m.attempts = append(m.attempts, a)
 	m.live = append(m.live, a)
-	o := av.Outcome()
 	switch {
 	case a.expectFail:
 		a.failCause = textCause("a row outside any live registration")
-		if o.State != backend.Failed {
-			m.fail(rules.BSubmit, a, 0, "outside", fmt.Sprintf("a row outside any live registration must fail the attempt at admission, but it is %v", o.State))
+		if st := av.State(); st != backend.Failed {
+			m.fail(rules.BSubmit, a, 0, "outside", fmt.Sprintf("a row outside any live registration must fail the attempt at admission, but it is %v", st))
 		}
 	case len(a.batches) == 0:
-		if o.State != backend.Delivered || slices.Contains(o.Served, true) || av.Access() != drivers.AccessEnded {
+		if o := av.Outcome(); o.State != backend.Delivered || slices.Contains(o.Served, true) || av.Access() != drivers.AccessEnded {
 			m.fail(rules.BSubmit, a, 0, "empty", fmt.Sprintf("an empty view must be Delivered(nothing) with access ENDED at once, but it is %v with access %v", o, av.Access()))
 		}
 	}
@@ -495,10 +494,11 @@ type roomCheck struct {
 
 // room is B-BOUND's admission: every batch of the view must fit.
 func (m *Model) room(n int) roomCheck {
-	if u := m.unprovableCalls(); u > m.bcfg.MaxUnprovable {
+	inFlight, u := m.openCalls()
+	if u > m.bcfg.MaxUnprovable {
 		return roomCheck{full: true, unprovable: u}
 	}
-	have := m.inFlight() + m.queued()
+	have := inFlight + m.queued()
 	return roomCheck{full: have+n > m.bcfg.MaxCallsInFlight+m.bcfg.MaxQueuedCalls, have: have}
 }
 
@@ -511,8 +511,9 @@ func (m *Model) roomText(r roomCheck, n int) string {
 }
 
 func (m *Model) gauges() string {
-	return fmt.Sprintf("%d in flight of %d, %d queued of %d, %d UNPROVABLE of %d", m.inFlight(), m.bcfg.MaxCallsInFlight,
-		m.queued(), m.bcfg.MaxQueuedCalls, m.unprovableCalls(), m.bcfg.MaxUnprovable)
+	inFlight, unprovable := m.openCalls()
+	return fmt.Sprintf("%d in flight of %d, %d queued of %d, %d UNPROVABLE of %d", inFlight, m.bcfg.MaxCallsInFlight,
+		m.queued(), m.bcfg.MaxQueuedCalls, unprovable, m.bcfg.MaxUnprovable)
 }
 
 func (m *Model) dequeue(a *attempt) {
@@ -540,26 +541,29 @@ func (m *Model) queued() int {
 	return n
 }
 
-// inFlight counts calls the backend knows to lack access evidence.
-func (m *Model) inFlight() int {
-	n := 0
+// openCalls counts, in one walk, the calls the backend knows to lack access
+// evidence (in flight) and the UNPROVABLE ones.
+func (m *Model) openCalls() (inFlight, unprovable int) {
 	for _, c := range m.calls {
-		if !c.stuck && c.acc == drivers.AccessPending {
-			n++
+		switch {
+		case c.acc == drivers.AccessUnprovable:
+			unprovable++
+		case !c.stuck && c.acc == drivers.AccessPending:
+			inFlight++
 		}
 	}
-	return n
+	return inFlight, unprovable
 }
 
-// sweepCalls is inFlight, unprovableCalls and the bytes the UNPROVABLE
-// calls retain, in one walk of the calls, for the quiescent point's
-// checks; the walk also forgets the calls the backend knows ENDED. ENDED
-// is final (Access.CanBecome), and every reader of m.calls passes over
-// ENDED calls, so forgetting them changes no answer and keeps the walks
-// (this one, inFlight and room on every Submit) to the calls still open.
+// sweepCalls is openCalls and the bytes the UNPROVABLE calls retain, in
+// one walk of the calls, for the quiescent point's checks; the walk also
+// forgets the calls the backend knows ENDED. ENDED is final
+// (Access.CanBecome), and every reader of m.calls passes over ENDED calls,
+// so forgetting them changes no answer and keeps the walks (this one, and
+// openCalls on every admission and Submit) to the calls still open.
 func (m *Model) sweepCalls() (inFlight, unprovable int, retained int64) {
-	open := m.calls[:0]
-	for _, c := range m.calls {
+	n := 0 // open calls kept so far
+	for i, c := range m.calls {
 		switch {
 		case c.acc == drivers.AccessEnded:
 			continue
@@ -569,21 +573,14 @@ func (m *Model) sweepCalls() (inFlight, unprovable int, retained int64) {
 		case !c.stuck && c.acc == drivers.AccessPending:
 			inFlight++
 		}
-		open = append(open, c)
-	}
-	clear(m.calls[len(open):]) // no stale pointers past the end
-	m.calls = open
-	return inFlight, unprovable, retained
-}
-
-func (m *Model) unprovableCalls() int {
-	n := 0
-	for _, c := range m.calls {
-		if c.acc == drivers.AccessUnprovable {
-			n++
+		if n != i { // written only once one was forgotten: no write barrier for the rest
+			m.calls[n] = c
 		}
+		n++
 	}
-	return n
+	clear(m.calls[n:]) // no stale pointers past the end
+	m.calls = m.calls[:n]
+	return inFlight, unprovable, retained
 }
 
 // rowBytes is the bytes of c's rows' slots (rows on no known registration

@@ -2,12 +2,14 @@ package refine
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/storesim/storesim/backend"
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/rules"
+	"github.com/storesim/storesim/sim/slab"
 )
 
 // The tests play a backend by hand against the model: they call the tap
@@ -302,6 +304,26 @@ func TestModel(t *testing.T) {
 			a.out, a.acc = backend.Outcome{State: backend.Delivered, Served: []bool{true}}, drivers.AccessEnded
 			w.step(true) // no OnChange report: the owner never learns
 		}, rules.BAccess},
+		{"access changed without a fact", func(w *world) {
+			v := w.view("a")
+			a := w.admit(drivers.Fetch, v)
+			w.submit(drivers.Fetch, v.Rows)
+			w.admitted(a)
+			w.step(true)                // judged: Pending, access PENDING, as the model says
+			a.acc = drivers.AccessEnded // the call is still running
+			w.m.Notified(a)
+			w.step(true) // nothing arrived about a's calls, but it shows another access
+		}, rules.BAccess},
+		{"committed without a fact", func(w *world) {
+			v := w.view("a")
+			a := w.admit(drivers.Fetch, v)
+			w.submit(drivers.Fetch, v.Rows)
+			w.admitted(a)
+			w.step(true)
+			a.out = backend.Outcome{State: backend.Delivered, Served: []bool{true}} // no results read
+			w.m.Notified(a)
+			w.step(true)
+		}, rules.BModel},
 		{"refused with room", func(w *world) {
 			w.admit(drivers.Fetch, w.view("a"))
 			w.m.Admitted(nil, backend.ErrOverCapacity)
@@ -319,5 +341,46 @@ func TestModel(t *testing.T) {
 			}
 			w.expect(c.want)
 		})
+	}
+}
+
+// TestCut pins B-CUT's batches: a new one at max rows or at a key the
+// current one already names.
+func TestCut(t *testing.T) {
+	for _, tc := range []struct {
+		keys string
+		max  int
+		want []int // each batch's end
+	}{
+		{"", 2, nil},
+		{"a", 2, []int{1}},
+		{"abc", 2, []int{2, 3}},
+		{"abcde", 2, []int{2, 4, 5}},
+		{"aab", 4, []int{1, 3}},
+		{"abab", 4, []int{2, 4}},
+		{"abcb", 4, []int{3, 4}},
+		{"abcabc", 3, []int{3, 6}},
+		{"abcdefghijklmnopqrst", 1, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}},
+	} {
+		rows := make([]drivers.Row, len(tc.keys))
+		for i := range rows {
+			rows[i] = drivers.Row{Key: tc.keys[i : i+1], Slot: i, Position: i}
+		}
+		var s slab.Of[batch]
+		a := &attempt{}
+		var got []int
+		for _, b := range cut(&s, a, rows, tc.max) {
+			end := len(got)
+			if end > 0 {
+				end = got[end-1]
+			}
+			if b.a != a || cap(b.rows) != len(b.rows) || len(b.rows) == 0 || &b.rows[0] != &rows[end] {
+				t.Fatalf("cut(%q, max %d): batch %v is not the next full slice of rows (repro: go test ./model/refine -run TestCut)", tc.keys, tc.max, b.rows)
+			}
+			got = append(got, end+len(b.rows))
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("cut(%q, max %d) ends batches at %v, want %v (repro: go test ./model/refine -run TestCut)", tc.keys, tc.max, got, tc.want)
+		}
 	}
 }

@@ -24,7 +24,7 @@ func (m *Model) ShutdownAsked() {
 	m.shut.asked, m.shut.askedAt = true, m.now()
 	for _, a := range m.attempts {
 		if a.view.State() == backend.Pending {
-			a.cancelAsk, a.touched = true, true
+			a.cancelAsk, a.touched, a.settled = true, true, false
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 func (m *Model) touch(a *attempt) {
 	m.dirty = true
 	if a != nil && a.view != nil && !a.done {
-		a.touched = true
+		a.touched, a.settled = true, false
 	}
 }
 
@@ -60,9 +60,20 @@ func allComplete(a *attempt) bool {
 }
 
 // judge compares the backend's attempt with the model after a step.
+//
+// An attempt judged before (settled) whose outcome and access read the same
+// as then is passed over: no fact about it arrived since, so the model's
+// side is as it was too, and judging it again would only repeat the
+// findings of last time, which are deduplicated. Every change to what
+// judge reads of the model's attempt clears settled (touch, and the two
+// changes made without one: a dropped batch, a settled lookup).
 func (m *Model) judge(a *attempt) {
 	a.touched = false
-	st := a.view.State()
+	st, got := a.view.State(), a.view.Access()
+	if a.settled && st == a.state && got == a.judgedAcc {
+		return
+	}
+	a.settled = false
 	prev := a.state
 	if prev != backend.Pending && st != prev {
 		m.fail(rules.BOutcome, a, 0, "changed", fmt.Sprintf("its outcome was committed %v, and is now %v (the first commit wins)", prev, a.view.Outcome()))
@@ -87,12 +98,13 @@ func (m *Model) judge(a *attempt) {
 	if want == drivers.AccessUnprovable {
 		a.unprovable = true
 	}
-	if got := a.view.Access(); got != want {
+	if got != want {
 		m.fail(rules.BAccess, a, 0, "access", fmt.Sprintf("its access is %v, but its calls say %v (%s)", got, want, m.callStates(a)))
 	}
 	if o.State != backend.Pending && want == drivers.AccessEnded {
 		a.done = true
 	}
+	a.settled, a.judgedAcc = true, got
 }
 
 // committedNow judges a commit made in this step.
@@ -224,7 +236,7 @@ func (m *Model) Cancelling(av AttemptView) {
 	if a := m.byView[av]; a != nil {
 		a.askNow = av.State() == backend.Pending
 		a.cancelAsk = a.cancelAsk || a.askNow
-		a.touched = true
+		a.touched, a.settled = true, false
 	}
 }
 
@@ -257,7 +269,15 @@ func (m *Model) judgeNow(a *attempt) {
 // not idle while it could act (B-PROGRESS), and its gauges must equal the
 // model's.
 func (m *Model) AfterStep(quiescent bool) {
-	m.step++
+	// Most steps bring the model no fact (four in five in the engine's
+	// runs): this test, inlined into the caller, is all they cost. A lookup
+	// left pending or a recheck due came with a fact (touch), so dirty.
+	if m.dirty || m.shut.asked || quiescent && m.qdirty {
+		m.afterStep(quiescent)
+	}
+}
+
+func (m *Model) afterStep(quiescent bool) {
 	m.settleLookup()
 	m.checkRecheck()
 	if m.dirty {
@@ -265,7 +285,6 @@ func (m *Model) AfterStep(quiescent bool) {
 		for _, a := range m.live { // every attempt not done is live
 			if a.touched && !a.done {
 				m.judgeNow(a)
-				a.judgedIn = m.step
 			}
 		}
 	}
@@ -301,7 +320,7 @@ func (m *Model) judgeQuiescent() {
 	// nothing else was found, so a finding names its first cause.
 	if m.stats != nil && len(m.found) == 0 {
 		st := m.stats()
-		if got, want := countersOf(st), countersOf(m.count); got != want {
+		if !sameCounters(&st, &m.count) {
 			m.fail(rules.BBound, nil, 0, fmt.Sprintf("counters/%d", len(m.found)), fmt.Sprintf("Stats counts %s; the attempts, calls and lookups say %s", counters(st), counters(m.count)))
 		}
 		if st.InFlight != inFlight || st.Queued != nq || st.Unprovable != unprovable || st.RetainedBytes != retained {
@@ -317,12 +336,12 @@ func (m *Model) judgeQuiescent() {
 // (done, and their last report judged) would be passed over anyway: the
 // loop skips them instead of walking every attempt not yet compacted.
 func (m *Model) judgeLive() {
-	live := m.live[:0]
-	for _, a := range m.live {
-		// An attempt judged earlier in this step is not judged again:
-		// nothing happened since, and judge is idempotent then (its
-		// findings are deduplicated).
-		if !a.done && a.judgedIn != m.step {
+	n := 0 // live attempts kept so far
+	for i, a := range m.live {
+		// An attempt judged earlier in this step, or untouched since an
+		// earlier one and showing what it showed then, is passed over by
+		// judge.
+		if !a.done {
 			m.judgeNow(a)
 		}
 		if !a.noteChecked {
@@ -330,11 +349,14 @@ func (m *Model) judgeLive() {
 			a.noteChecked = a.done // a finished attempt is checked once more, then forgotten
 		}
 		if !a.done || !a.noteChecked {
-			live = append(live, a)
+			if n != i { // written only once one was dropped: no write barrier for the rest
+				m.live[n] = a
+			}
+			n++
 		}
 	}
-	clear(m.live[len(live):]) // no stale pointers past the end
-	m.live = live
+	clear(m.live[n:]) // no stale pointers past the end
+	m.live = m.live[:n]
 }
 
 // compact forgets finished attempts so a long run stays cheap (the ENDED
@@ -379,15 +401,13 @@ func (m *Model) callStates(a *attempt) string {
 	return strings.Join(p, "; ")
 }
 
-// counterSet is the counters of a Stats (not its gauges), comparable.
-type counterSet struct {
-	attempts, delivered, failed, cancelled, rejected, invalid       uint64
-	served, missed, declined, raced, calls, lookups, unprovableEver uint64
-}
-
-func countersOf(s backend.Stats) counterSet {
-	return counterSet{s.Attempts, s.Delivered, s.Failed, s.Cancelled, s.Rejected, s.Invalid,
-		s.Served, s.Missed, s.Declined, s.Raced, s.Calls, s.Lookups, s.UnprovableTotal}
+// sameCounters reports whether s and t have the same counters (not the
+// same gauges): field by field, in place, at every quiescent point.
+func sameCounters(s, t *backend.Stats) bool {
+	return s.Attempts == t.Attempts && s.Delivered == t.Delivered && s.Failed == t.Failed && s.Cancelled == t.Cancelled &&
+		s.Rejected == t.Rejected && s.Invalid == t.Invalid && s.Served == t.Served && s.Missed == t.Missed &&
+		s.Declined == t.Declined && s.Raced == t.Raced && s.Calls == t.Calls && s.Lookups == t.Lookups &&
+		s.UnprovableTotal == t.UnprovableTotal
 }
 
 // counters prints the counters of a Stats (not its gauges).
