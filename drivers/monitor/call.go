@@ -112,12 +112,10 @@ func (m *Monitor) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, err
 	}
 	rec.invalid = verr != nil
 	closed := m.drained || m.shutdown
-	if len(m.opts.Observers) > 0 {
+	if len(m.starters) > 0 {
 		at := m.now()
-		for _, o := range m.opts.Observers {
-			if so, ok := o.(SubmitObserver); ok {
-				so.SubmitStarting(at, b)
-			}
+		for _, so := range m.starters {
+			so.SubmitStarting(at, b)
 		}
 	}
 	m.mu.Unlock()
@@ -311,14 +309,12 @@ func (m *Monitor) wrapCallback(rec *callRec, user func()) func() {
 }
 
 func (m *Monitor) callbackEventLocked(c *callRec) {
-	if len(m.opts.Observers) == 0 {
+	if len(m.cbObs) == 0 {
 		return
 	}
 	at := m.now()
-	for _, o := range m.opts.Observers {
-		if co, ok := o.(CallbackObserver); ok {
-			co.Callback(at, c.id)
-		}
+	for _, co := range m.cbObs {
+		co.Callback(at, c.id)
 	}
 }
 

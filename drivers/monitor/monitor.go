@@ -67,6 +67,13 @@ type Monitor struct {
 	bound    BoundReporter
 	together drivers.TogetherRegisterer
 	wrapped  drivers.Driver
+	// The observers that take SubmitStarting and Callback, in order,
+	// sorted out once rather than by a type assertion per event; the
+	// arrays hold the usual one (the recorder) without an allocation.
+	starters    []SubmitObserver
+	cbObs       []CallbackObserver
+	startersInl [2]SubmitObserver
+	cbObsInl    [2]CallbackObserver
 
 	mu      sync.Mutex
 	nsub    int        // accepted calls so far; callRec.index counts them
@@ -158,6 +165,15 @@ func Wrap(d drivers.Driver, opts Options) *Monitor {
 	}
 	if m.opts.FullSizeMinCalls <= 0 {
 		m.opts.FullSizeMinCalls = 3
+	}
+	m.starters, m.cbObs = m.startersInl[:0], m.cbObsInl[:0]
+	for _, o := range opts.Observers {
+		if so, ok := o.(SubmitObserver); ok {
+			m.starters = append(m.starters, so)
+		}
+		if co, ok := o.(CallbackObserver); ok {
+			m.cbObs = append(m.cbObs, co)
+		}
 	}
 	m.prober, _ = d.(LockProber)
 	m.live, _ = d.(LiveReporter)

@@ -34,6 +34,9 @@ type backendCheck struct {
 	calls   map[drivers.CallID]*lender.Loan
 	faulted map[*lender.Loan]drivers.CallID
 	found   []rules.Violation // B-CUT, seen online
+
+	maxRows  int // the driver's MaxRowsPerOp, once capsRead
+	capsRead bool
 }
 
 func newBackendCheck(ep *Endpoint) *backendCheck {
@@ -58,23 +61,47 @@ func (c *backendCheck) Submitted(at time.Duration, id drivers.CallID, b drivers.
 	if len(b.Rows) > 0 && !c.backends(b.Rows[0].Handle) {
 		return
 	}
-	max := c.ep.Monitor.Capabilities().MaxRowsPerOp
+	if !c.capsRead {
+		// Read once: capabilities never change (the monitor reports a
+		// change), and this runs on every Submit.
+		c.maxRows, c.capsRead = c.ep.Monitor.Capabilities().MaxRowsPerOp, true
+	}
+	max := c.maxRows
 	if len(b.Rows) == 0 || len(b.Rows) > max {
 		c.fail(rules.BCut, id, at, fmt.Sprintf("the backend submitted a %v batch of %d rows (MaxRowsPerOp %d)", b.Dir, len(b.Rows), max))
 	}
-	seen := make(map[string]bool, len(b.Rows))
-	for _, row := range b.Rows {
-		if seen[row.Key] {
-			c.fail(rules.BCut, id, at, fmt.Sprintf("the backend submitted a %v batch naming key %q twice", b.Dir, row.Key))
-			break
-		}
-		seen[row.Key] = true
+	if key, ok := repeatedKey(b.Rows); ok {
+		c.fail(rules.BCut, id, at, fmt.Sprintf("the backend submitted a %v batch naming key %q twice", b.Dir, key))
 	}
 	if err == nil && len(b.Rows) > 0 {
 		if ln := c.ep.Lender.LoanAt(lender.SlotRef{Region: c.labels[b.Rows[0].Handle], Slot: b.Rows[0].Slot}); ln != nil {
 			c.calls[id] = ln
 		}
 	}
+}
+
+// repeatedKey is the first row's key, in row order, that an earlier row
+// already named. Batches are small: comparing with the rows before costs
+// less than a set, which only the large ones get.
+func repeatedKey(rows []drivers.Row) (string, bool) {
+	if len(rows) > 32 {
+		seen := make(map[string]bool, len(rows))
+		for _, row := range rows {
+			if seen[row.Key] {
+				return row.Key, true
+			}
+			seen[row.Key] = true
+		}
+		return "", false
+	}
+	for i := 1; i < len(rows); i++ {
+		for _, r := range rows[:i] {
+			if r.Key == rows[i].Key {
+				return rows[i].Key, true
+			}
+		}
+	}
+	return "", false
 }
 
 // backends reports whether h is a binding of the endpoint's backend.
