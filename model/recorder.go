@@ -62,10 +62,10 @@ type Recorder struct {
 	seq      int64
 	regions  map[drivers.Handle]int32 // the handle's region, by index in regList
 	regList  []drivers.Region         // every region registered, in order
-	calls    map[drivers.CallID]*callRec
+	calls    callIndex
 	order    []*callRec
 	early    map[drivers.CallID][]earlyEvent
-	starting map[*drivers.Row]mark
+	starting []starting // SubmitStarting's marks whose Submitted has not come
 	labels   map[drivers.CallID]string
 	puts     map[callRow]mark // the first put the store ran of a publish row: when, in sequence and time
 	extra    []extraOp        // escaped publishes and lookups
@@ -140,6 +140,50 @@ type callRec struct {
 
 const noRegion = -1
 
+// callIndex finds a call's record by id. A driver numbers its calls, so
+// ids come dense: most records sit in a slice at id - base, looked up
+// without hashing; an id far from the others goes to a map. Every id is
+// in one of the two.
+type callIndex struct {
+	base   drivers.CallID
+	dense  []*callRec
+	ndense int // records in dense: it grows to at most 2*ndense+64
+	sparse map[drivers.CallID]*callRec
+}
+
+func (x *callIndex) get(id drivers.CallID) *callRec {
+	if i := id - x.base; id >= x.base && i < drivers.CallID(len(x.dense)) && x.dense[i] != nil {
+		return x.dense[i]
+	}
+	return x.sparse[id]
+}
+
+// add files c under id, which has no record yet.
+func (x *callIndex) add(id drivers.CallID, c *callRec) {
+	if x.ndense == 0 && x.sparse == nil {
+		x.base = id
+	}
+	if i := id - x.base; id >= x.base && i < drivers.CallID(2*x.ndense+64) {
+		if i >= drivers.CallID(len(x.dense)) {
+			x.dense = append(x.dense, make([]*callRec, int(i)+1-len(x.dense))...)
+		}
+		x.dense[i] = c
+		x.ndense++
+		return
+	}
+	if x.sparse == nil {
+		x.sparse = map[drivers.CallID]*callRec{}
+	}
+	x.sparse[id] = c
+}
+
+// starting is the mark SubmitStarting took for the batch whose first row
+// is row.
+type starting struct {
+	row *drivers.Row
+	mark
+}
+
 type callRow struct {
 	call drivers.CallID
 	row  int
@@ -204,7 +248,7 @@ func NewRecorder(opts RecorderOptions) *Recorder {
 	r := &Recorder{
 		opts: opts, peek: opts.Peek,
 		regions: map[drivers.Handle]int32{},
-		calls:   make(map[drivers.CallID]*callRec, 64),
+		calls:   callIndex{dense: make([]*callRec, 0, 64)},
 		regList: make([]drivers.Region, 0, 4),
 		order:   make([]*callRec, 0, 32),
 		extra:   make([]extraOp, 0, 32),
@@ -327,10 +371,14 @@ func (r *Recorder) SubmitStarting(at time.Duration, b drivers.RowBatch) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.starting == nil {
-		r.starting = map[*drivers.Row]mark{}
+	m := mark{seq: r.next(), at: at}
+	for i := range r.starting {
+		if r.starting[i].row == &b.Rows[0] {
+			r.starting[i].mark = m // the batch again, before its Submitted
+			return
+		}
 	}
-	r.starting[&b.Rows[0]] = mark{seq: r.next(), at: at}
+	r.starting = append(r.starting, starting{&b.Rows[0], m})
 }
 
 // Submitted implements monitor.Observer.
@@ -340,16 +388,22 @@ func (r *Recorder) Submitted(at time.Duration, id drivers.CallID, b drivers.RowB
 	seq := r.next()
 	start, started := mark{seq: seq, at: at}, false
 	if len(b.Rows) > 0 {
-		if s, ok := r.starting[&b.Rows[0]]; ok {
-			start, started = s, true
-			delete(r.starting, &b.Rows[0])
+		for i, s := range r.starting {
+			if s.row == &b.Rows[0] {
+				start, started = s.mark, true
+				last := len(r.starting) - 1
+				r.starting[i] = r.starting[last]
+				r.starting[last] = starting{}
+				r.starting = r.starting[:last]
+				break
+			}
 		}
 	}
 	if err != nil {
 		r.submitFailed(at, start, b, err)
 		return
 	}
-	if _, dup := r.calls[id]; dup {
+	if r.calls.get(id) != nil {
 		r.note(at, TagSubmit, id, "", "Submitted again for a known call id; ignored")
 		return
 	}
@@ -361,21 +415,23 @@ func (r *Recorder) Submitted(at time.Duration, id drivers.CallID, b drivers.RowB
 	}
 	for i, row := range b.Rows {
 		ri := RowInfo{Key: row.Key, Slot: row.Slot}
-		reg, ok := r.region(row.Handle)
+		ix, ok := r.regions[row.Handle]
+		var reg drivers.Region
 		if ok {
+			reg = r.regList[ix]
 			ri.Region = reg.Label
 		}
 		switch {
 		case b.Dir == drivers.Publish:
 			ri.Value = r.publishDigest(reg, ok, row.Slot)
 		case c.regs != nil && ok:
-			c.regs[i] = r.regions[row.Handle]
+			c.regs[i] = ix
 		case c.regs != nil:
 			c.regs[i] = noRegion
 		}
 		c.Rows[i] = ri
 	}
-	r.calls[id] = c
+	r.calls.add(id, c)
 	r.order = append(r.order, c)
 	for _, e := range r.early[id] {
 		if !started && e.seq < c.CallSeq {
@@ -459,8 +515,8 @@ func (r *Recorder) RowFinal(at time.Duration, id drivers.CallID, row int, st dri
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	seq := r.next()
-	c, ok := r.calls[id]
-	if !ok {
+	c := r.calls.get(id)
+	if c == nil {
 		r.addEarly(id, earlyEvent{seq: seq, at: at, row: row, st: st})
 		return
 	}
@@ -496,8 +552,8 @@ func (r *Recorder) AccessChanged(at time.Duration, id drivers.CallID, acc driver
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	seq := r.next()
-	c, ok := r.calls[id]
-	if !ok {
+	c := r.calls.get(id)
+	if c == nil {
 		r.addEarly(id, earlyEvent{seq: seq, at: at, row: -1, acc: acc, isAcc: true})
 		return
 	}
@@ -520,7 +576,7 @@ func (r *Recorder) access(c *callRec, seq int64, at time.Duration, acc drivers.A
 func (r *Recorder) Cancelled(at time.Duration, id drivers.CallID, res drivers.CancelResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c, ok := r.calls[id]; ok {
+	if c := r.calls.get(id); c != nil {
 		c.Cancelled = true
 	}
 	r.notef(at, TagCancel, id, "", func() string { return "cancel: " + res.String() })
@@ -531,7 +587,7 @@ func (r *Recorder) Cancelled(at time.Duration, id drivers.CallID, res drivers.Ca
 func (r *Recorder) Callback(at time.Duration, id drivers.CallID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c, ok := r.calls[id]; ok {
+	if c := r.calls.get(id); c != nil {
 		c.Callbacks++
 	}
 	r.note(at, TagCallback, id, "", "callback")

@@ -165,7 +165,7 @@ func (r *Recorder) OnTouch(t arena.Touch) {
 // endedLocked is the sequence number of the ENDED the monitor reported for
 // call id (0: none yet), also before Submitted named the call.
 func (r *Recorder) endedLocked(id drivers.CallID) int64 {
-	if c, ok := r.calls[id]; ok {
+	if c := r.calls.get(id); c != nil {
 		return c.EndedSeq
 	}
 	for _, e := range r.early[id] {
