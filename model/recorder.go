@@ -76,10 +76,10 @@ type Recorder struct {
 	scratch  []byte // the slot bytes a digest reads (peekSlot)
 
 	notesDropped    int                      // notes beyond MaxNotes
-	touchSeen       map[touchKey]bool        // kinds of touch kept (see OnTouch)
+	touchSeen       map[touchKey]bool        // kinds of touch kept that callRec.touched does not mark (see OnTouch)
 	touchRegions    []string                 // the region labels touchKeys name
 	touchRegionsInl [4]string                // touchRegions' first storage
-	lateSeen        map[drivers.Toucher]bool // a touch after the call's ENDED was kept
+	lateSeen        map[drivers.Toucher]bool // a touch after the call's ENDED was kept (unless callRec.touched marks it)
 	touchDropped    int                      // distinct touches beyond MaxTouches
 	firstDropped    arena.Touch
 	lastTouch       arena.Touch // the latest touch seen, kept or not
@@ -136,6 +136,26 @@ func (r *Recorder) touchRegion(label string) int32 {
 type callRec struct {
 	CallInfo
 	regs []int32
+	// touched holds OnTouch's marks for the first touchBitRows rows: per
+	// row, whether a read and a write of the row's own slot were kept, and
+	// whether a touch after ENDED was (touchBits).
+	touched uint64
+}
+
+// touchBitRows is how many rows' marks fit in callRec.touched, three bits
+// each; touches by later rows are marked in the recorder's maps.
+const touchBitRows = 21
+
+// touchBits is the mark in callRec.touched of a touch by row with op (0:
+// the touch after ENDED).
+func touchBits(row int, op arena.Op) uint64 {
+	switch op {
+	case arena.Read:
+		return 1 << (3 * row)
+	case arena.Write:
+		return 2 << (3 * row)
+	}
+	return 4 << (3 * row)
 }
 
 const noRegion = -1

@@ -136,11 +136,25 @@ func (r *Recorder) OnTouch(t arena.Touch) {
 	seq := r.cur()
 	r.lastTouch = t
 	r.ntouch++
-	k := touchKey{by: t.By, op: t.Op, region: r.touchRegion(t.Region), slot: t.Slot}
-	keep := !r.touchSeen[k]
-	if !keep && !r.lateSeen[t.By] && r.endedLocked(t.By.Call) != 0 {
+	// A touch by a known call's row of that row's own slot (every touch of
+	// a conforming driver) is marked in the call's record, without hashing
+	// a key; any other, and one before Submitted named the call, in the
+	// maps. A kind is seen when either marks it.
+	c := r.calls.get(t.By.Call)
+	row := t.By.Row
+	bits := c != nil && row >= 0 && row < min(len(c.Rows), touchBitRows)
+	own := bits && (t.Op == arena.Read || t.Op == arena.Write) && t.Slot == c.Rows[row].Slot && t.Region == c.Rows[row].Region
+	var k touchKey
+	seen := own && c.touched&touchBits(row, t.Op) != 0
+	if !seen && (!own || len(r.touchSeen) > 0) {
+		k = touchKey{by: t.By, op: t.Op, region: r.touchRegion(t.Region), slot: t.Slot}
+		seen = r.touchSeen[k]
+	}
+	ended := r.endedLocked(t.By.Call)
+	keep := !seen
+	if !keep && ended != 0 && !r.lateKept(c, t.By, bits) {
 		keep = true
-		r.lateSeen[t.By] = true
+		r.keptLate(c, t.By, bits)
 	}
 	if !keep {
 		return
@@ -152,14 +166,36 @@ func (r *Recorder) OnTouch(t arena.Touch) {
 		r.touchDropped++
 		return
 	}
-	if r.touchSeen == nil {
-		r.touchSeen, r.lateSeen = make(map[touchKey]bool, 64), map[drivers.Toucher]bool{}
+	if own {
+		c.touched |= touchBits(row, t.Op)
+	} else {
+		if r.touchSeen == nil {
+			r.touchSeen = make(map[touchKey]bool, 64)
+		}
+		r.touchSeen[k] = true
 	}
-	r.touchSeen[k] = true
-	if r.endedLocked(t.By.Call) != 0 {
-		r.lateSeen[t.By] = true
+	if ended != 0 {
+		r.keptLate(c, t.By, bits)
 	}
 	r.touches = append(r.touches, stampedTouch{Touch: t, seq: seq, online: true})
+}
+
+// lateKept says whether a touch by by after its call's ENDED was kept;
+// bits says c.touched has by's marks.
+func (r *Recorder) lateKept(c *callRec, by drivers.Toucher, bits bool) bool {
+	return (bits && c.touched&touchBits(by.Row, 0) != 0) || r.lateSeen[by]
+}
+
+// keptLate marks that a touch by by after its call's ENDED was kept.
+func (r *Recorder) keptLate(c *callRec, by drivers.Toucher, bits bool) {
+	if bits {
+		c.touched |= touchBits(by.Row, 0)
+		return
+	}
+	if r.lateSeen == nil {
+		r.lateSeen = map[drivers.Toucher]bool{}
+	}
+	r.lateSeen[by] = true
 }
 
 // endedLocked is the sequence number of the ENDED the monitor reported for
