@@ -59,10 +59,10 @@ type callRec struct {
 }
 
 // openLocked compacts Monitor.open to the calls whose known access is not
-// ENDED and returns them sorted by id.
-func (m *Monitor) openLocked() []*callRec {
+// ENDED and returns them sorted by id, appended to dst[:0].
+func (m *Monitor) openLocked(dst []*callRec) []*callRec {
 	m.open = slices.DeleteFunc(m.open, func(c *callRec) bool { return c.knownAcc == drivers.AccessEnded })
-	out := slices.Clone(m.open)
+	out := append(dst[:0], m.open...)
 	slices.SortFunc(out, func(a, b *callRec) int { return cmp.Compare(a.id, b.id) })
 	return out
 }
