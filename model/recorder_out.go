@@ -296,7 +296,9 @@ func (r *Recorder) History() History {
 	if n > 0 {
 		h = make(History, 0, n) // one allocation, not one per doubling
 	}
+	sorted := true // h in call order: its rows' calls never go down
 	for _, c := range r.order {
+		sorted = sorted && (len(h) == 0 || len(c.Rows) == 0 || c.CallSeq >= h[len(h)-1].Call)
 		kind := KindFetch
 		if c.Dir == drivers.Publish {
 			kind = KindPublish
@@ -318,7 +320,7 @@ func (r *Recorder) History() History {
 		}
 	}
 	byCall := func(a, b Op) int { return cmp.Compare(a.Call, b.Call) }
-	if slices.IsSortedFunc(h, byCall) && r.extraSorted() {
+	if sorted && r.extraSorted() {
 		return r.mergeExtra(h)
 	}
 	for i := range r.extra {
