@@ -100,7 +100,7 @@ func (r *Recorder) notAttemptedPutsLocked() []rules.Violation {
 			if row.Status != drivers.NotAttempted {
 				continue
 			}
-			put, ok := r.puts[callRow{c.ID, i}]
+			put, ok := r.putOf(c, i)
 			if !ok {
 				continue
 			}

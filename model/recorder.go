@@ -67,7 +67,7 @@ type Recorder struct {
 	early    map[drivers.CallID][]earlyEvent
 	starting []starting // SubmitStarting's marks whose Submitted has not come
 	labels   map[drivers.CallID]string
-	puts     map[callRow]mark // the first put the store ran of a publish row: when, in sequence and time
+	puts     map[callRow]mark // the first put the store ran of a publish row, when callRec.puts cannot hold it
 	extra    []extraOp        // escaped publishes and lookups
 	escaped  int              // submits that failed with an error after which rows may have escaped
 	unread   int              // publish slots that could not be read
@@ -90,6 +90,7 @@ type Recorder struct {
 	callSlab   slab.Of[callRec]
 	rowSlab    slab.Of[RowInfo]
 	regionSlab slab.Of[int32]
+	markSlab   slab.Of[mark]
 }
 
 // The bounds of what a recorder keeps, whatever the driver does. Normal
@@ -136,6 +137,9 @@ func (r *Recorder) touchRegion(label string) int32 {
 type callRec struct {
 	CallInfo
 	regs []int32
+	// puts is, per row, the first put the store ran of it (Put): when, in
+	// sequence (0: none yet) and time; nil until the first.
+	puts []mark
 	// touched holds OnTouch's marks for the first touchBitRows rows: per
 	// row, whether a read and a write of the row's own slot were kept, and
 	// whether a touch after ENDED was (touchBits).

@@ -97,15 +97,45 @@ func (r *Recorder) Put(at time.Duration, id drivers.CallID, row int, key string)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	seq := r.next()
-	if _, ok := r.puts[callRow{id, row}]; !ok {
-		if r.puts == nil {
-			r.puts = make(map[callRow]mark, 32)
+	if _, ok := r.put(id, row); !ok {
+		// In the call's record when Submitted named it; else (a put
+		// before Submitted, a row the call lacks) in the map.
+		if c := r.calls.get(id); c != nil && row >= 0 && row < len(c.Rows) {
+			if c.puts == nil {
+				c.puts = r.markSlab.Make(len(c.Rows))
+			}
+			c.puts[row] = mark{seq: seq, at: at}
+		} else {
+			if r.puts == nil {
+				r.puts = make(map[callRow]mark, 32)
+			}
+			r.puts[callRow{id, row}] = mark{seq: seq, at: at}
 		}
-		r.puts[callRow{id, row}] = mark{seq: seq, at: at}
 	}
 	if !r.opts.NoNotes {
 		r.addNote(Note{Seq: seq, At: at, Tag: TagStore, Call: id, Key: key, Text: "put of row " + strconv.Itoa(row) + " ran"})
 	}
+}
+
+// put is the first put the store ran of row of call id (Put), if any.
+func (r *Recorder) put(id drivers.CallID, row int) (mark, bool) {
+	if c := r.calls.get(id); c != nil {
+		return r.putOf(c, row)
+	}
+	m, ok := r.puts[callRow{id, row}]
+	return m, ok
+}
+
+// putOf is put for row of c.
+func (r *Recorder) putOf(c *callRec, row int) (mark, bool) {
+	if row >= 0 && row < len(c.puts) && c.puts[row].seq != 0 {
+		return c.puts[row], true
+	}
+	if len(r.puts) == 0 {
+		return mark{}, false
+	}
+	m, ok := r.puts[callRow{c.ID, row}]
+	return m, ok
 }
 
 // Annotate is optional: the harness adds a note of its own (an injected
@@ -310,7 +340,7 @@ func (r *Recorder) History() History {
 				op.Return, op.ReturnAt = row.FinalSeq, row.FinalAt
 			}
 			if kind == KindPublish && !op.Settled() {
-				if put, ok := r.puts[callRow{c.ID, i}]; ok {
+				if put, ok := r.putOf(c, i); ok {
 					op.Effect, op.EffectSeq = TookEffect, max(put.seq, op.Call)
 				} else if r.opts.StoreLogComplete {
 					op.Effect = NoEffect
@@ -336,7 +366,12 @@ func (r *Recorder) History() History {
 
 // extraSorted reports whether the extra ops are in call order.
 func (r *Recorder) extraSorted() bool {
-	return slices.IsSortedFunc(r.extra, func(a, b extraOp) int { return cmp.Compare(a.seq, b.seq) })
+	for i := 1; i < len(r.extra); i++ {
+		if r.extra[i].seq < r.extra[i-1].seq {
+			return false
+		}
+	}
+	return true
 }
 
 // mergeExtra appends the extra ops to h, the calls' rows, both in call
