@@ -275,7 +275,7 @@ func NewRecorder(opts RecorderOptions) *Recorder {
 		calls:   callIndex{dense: make([]*callRec, 0, 64)},
 		regList: make([]drivers.Region, 0, 4),
 		order:   make([]*callRec, 0, 32),
-		extra:   make([]extraOp, 0, 32),
+		extra:   make([]extraOp, 0, 64), // a run of the engine looks up about 60 keys
 		touches: make([]stampedTouch, 0, 32),
 	}
 	if r.peek == nil {

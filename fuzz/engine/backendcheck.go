@@ -31,7 +31,7 @@ type backendCheck struct {
 
 	mu      sync.Mutex // observers may run on a real driver's goroutines
 	labels  map[drivers.Handle]string
-	calls   map[drivers.CallID]*lender.Loan
+	calls   []callLoan // the loan of each backend call, in Submit order
 	faulted map[*lender.Loan]drivers.CallID
 	found   []rules.Violation // B-CUT, seen online
 
@@ -41,7 +41,25 @@ type backendCheck struct {
 
 func newBackendCheck(ep *Endpoint) *backendCheck {
 	return &backendCheck{ep: ep, labels: map[drivers.Handle]string{},
-		calls: map[drivers.CallID]*lender.Loan{}, faulted: map[*lender.Loan]drivers.CallID{}}
+		faulted: map[*lender.Loan]drivers.CallID{}}
+}
+
+// callLoan ties a call to its attempt's loan.
+type callLoan struct {
+	id drivers.CallID
+	ln *lender.Loan
+}
+
+// loanOf is the loan of call id: the latest Submit's with that id (a driver
+// that reuses ids is the monitor's to report). Only a FAULT row asks, and of
+// a recent call, so it searches from the latest back.
+func (c *backendCheck) loanOf(id drivers.CallID) *lender.Loan {
+	for i := len(c.calls) - 1; i >= 0; i-- {
+		if c.calls[i].id == id {
+			return c.calls[i].ln
+		}
+	}
+	return nil
 }
 
 func (c *backendCheck) fail(rule rules.ID, id drivers.CallID, at time.Duration, detail string) {
@@ -75,7 +93,7 @@ func (c *backendCheck) Submitted(at time.Duration, id drivers.CallID, b drivers.
 	}
 	if err == nil && len(b.Rows) > 0 {
 		if ln := c.ep.Lender.LoanAt(lender.SlotRef{Region: c.labels[b.Rows[0].Handle], Slot: b.Rows[0].Slot}); ln != nil {
-			c.calls[id] = ln
+			c.calls = append(c.calls, callLoan{id, ln})
 		}
 	}
 }
@@ -115,9 +133,12 @@ func (c *backendCheck) backends(h drivers.Handle) bool {
 }
 
 func (c *backendCheck) RowFinal(_ time.Duration, id drivers.CallID, _ int, s drivers.Status) {
+	if s != drivers.Fault {
+		return // only a FAULT row is judged: no state to lock
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if ln := c.calls[id]; ln != nil && s == drivers.Fault {
+	if ln := c.loanOf(id); ln != nil {
 		if _, ok := c.faulted[ln]; !ok {
 			c.faulted[ln] = id
 		}
