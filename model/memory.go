@@ -33,7 +33,11 @@ func CheckMemory(touches []arena.Touch, calls []CallInfo, seed uint64) []rules.V
 	for i, t := range touches {
 		ts[i] = stampedTouch{Touch: t}
 	}
-	return checkTouches(ts, calls, nil, false, seed)
+	byID := make(map[drivers.CallID]*CallInfo, len(calls))
+	for i := range calls {
+		byID[calls[i].ID] = &calls[i]
+	}
+	return checkTouches(ts, func(id drivers.CallID) *CallInfo { return byID[id] }, nil, false, seed)
 }
 
 // MemoryViolations runs the memory oracle: the arenas' own S-NO-LATE-ACCESS
@@ -42,25 +46,31 @@ func CheckMemory(touches []arena.Touch, calls []CallInfo, seed uint64) []rules.V
 // events) or, if it saw none, over the arenas' touch logs.
 func (r *Recorder) MemoryViolations(arenas ...*arena.Arena) []rules.Violation {
 	r.mu.Lock()
-	calls := r.callsLocked()
-	touches := append([]stampedTouch(nil), r.touches...)
-	tolerate := r.escaped > 0
-	dropped, first := r.touchDropped, r.firstDropped
+	online := len(r.touches) > 0
 	r.mu.Unlock()
 	var avs []arena.Violation
 	for _, a := range arenas {
 		avs = append(avs, a.Violations()...)
 	}
-	if len(touches) == 0 {
+	var touches []stampedTouch
+	if !online {
 		for _, a := range arenas {
 			for _, t := range a.Touches() {
 				touches = append(touches, stampedTouch{Touch: t})
 			}
 		}
 	}
-	out := checkTouches(touches, calls, avs, tolerate, r.opts.Seed)
+	// The check runs under the lock, on the recorder's own records of the
+	// calls and touches: nothing to copy.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if online {
+		touches = r.touches
+	}
+	dropped, first := r.touchDropped, r.firstDropped
+	out := checkTouches(touches, r.callInfo, avs, r.escaped > 0, r.opts.Seed)
 	resort := false
-	if puts := r.notAttemptedPuts(calls); len(puts) > 0 {
+	if puts := r.notAttemptedPutsLocked(); len(puts) > 0 {
 		out = append(out, puts...)
 		resort = true
 	}
@@ -75,16 +85,14 @@ func (r *Recorder) MemoryViolations(arenas ...*arena.Arena) []rules.Violation {
 	return out
 }
 
-// notAttemptedPuts is D-STATUS on the store's side: every put the harness
+// notAttemptedPutsLocked is D-STATUS on the store's side: every put the harness
 // reported (Recorder.Put) for a PUBLISH row that the call reports
 // NOT_ATTEMPTED. Such a row "never started: the store was not written"
 // (SPEC §1), so the history's TookEffect for it is what really happened and
 // the answer is the lie. One violation per call and row.
-func (r *Recorder) notAttemptedPuts(calls []CallInfo) []rules.Violation {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (r *Recorder) notAttemptedPutsLocked() []rules.Violation {
 	var out []rules.Violation
-	for _, c := range calls {
+	for _, c := range r.order {
 		if c.Dir != drivers.Publish {
 			continue
 		}
@@ -92,7 +100,7 @@ func (r *Recorder) notAttemptedPuts(calls []CallInfo) []rules.Violation {
 			if row.Status != drivers.NotAttempted {
 				continue
 			}
-			put, ok := r.puts[callRow{c.ID, i}]
+			put, ok := r.putOf(c, i)
 			if !ok {
 				continue
 			}
@@ -104,15 +112,21 @@ func (r *Recorder) notAttemptedPuts(calls []CallInfo) []rules.Violation {
 	return out
 }
 
-// checkTouches: tolerateUnknown excuses touches by calls the monitor never
-// saw, when a submit failed after which rows may have escaped (D-SUB-2).
-func checkTouches(touches []stampedTouch, calls []CallInfo, avs []arena.Violation, tolerateUnknown bool, seed uint64) []rules.Violation {
-	byID := make(map[drivers.CallID]*CallInfo, len(calls))
-	for i := range calls {
-		byID[calls[i].ID] = &calls[i]
+// callInfo is the facts of call id, nil if the recorder has none (r.mu
+// held).
+func (r *Recorder) callInfo(id drivers.CallID) *CallInfo {
+	if c := r.calls.get(id); c != nil {
+		return &c.CallInfo
 	}
+	return nil
+}
+
+// checkTouches: call finds a call's facts by id (nil: none);
+// tolerateUnknown excuses touches by calls the monitor never saw, when a
+// submit failed after which rows may have escaped (D-SUB-2).
+func checkTouches(touches []stampedTouch, call func(drivers.CallID) *CallInfo, avs []arena.Violation, tolerateUnknown bool, seed uint64) []rules.Violation {
 	keyOf := func(by drivers.Toucher) string {
-		if c := byID[by.Call]; c != nil && by.Row >= 0 && by.Row < len(c.Rows) {
+		if c := call(by.Call); c != nil && by.Row >= 0 && by.Row < len(c.Rows) {
 			return c.Rows[by.Row].Key
 		}
 		return ""
@@ -137,7 +151,7 @@ func checkTouches(touches []stampedTouch, calls []CallInfo, avs []arena.Violatio
 		add(av.Rule, av.Touch, av.Detail)
 	}
 	for _, t := range touches {
-		c := byID[t.By.Call]
+		c := call(t.By.Call)
 		switch {
 		case c == nil && tolerateUnknown:
 			continue

@@ -62,12 +62,12 @@ type Recorder struct {
 	seq      int64
 	regions  map[drivers.Handle]int32 // the handle's region, by index in regList
 	regList  []drivers.Region         // every region registered, in order
-	calls    map[drivers.CallID]*callRec
+	calls    callIndex
 	order    []*callRec
 	early    map[drivers.CallID][]earlyEvent
-	starting map[*drivers.Row]mark
+	starting []starting // SubmitStarting's marks whose Submitted has not come
 	labels   map[drivers.CallID]string
-	puts     map[callRow]mark // the first put the store ran of a publish row: when, in sequence and time
+	puts     map[callRow]mark // the first put the store ran of a publish row, when callRec.puts cannot hold it
 	extra    []extraOp        // escaped publishes and lookups
 	escaped  int              // submits that failed with an error after which rows may have escaped
 	unread   int              // publish slots that could not be read
@@ -76,10 +76,10 @@ type Recorder struct {
 	scratch  []byte // the slot bytes a digest reads (peekSlot)
 
 	notesDropped    int                      // notes beyond MaxNotes
-	touchSeen       map[touchKey]bool        // kinds of touch kept (see OnTouch)
+	touchSeen       map[touchKey]bool        // kinds of touch kept that callRec.touched does not mark (see OnTouch)
 	touchRegions    []string                 // the region labels touchKeys name
 	touchRegionsInl [4]string                // touchRegions' first storage
-	lateSeen        map[drivers.Toucher]bool // a touch after the call's ENDED was kept
+	lateSeen        map[drivers.Toucher]bool // a touch after the call's ENDED was kept (unless callRec.touched marks it)
 	touchDropped    int                      // distinct touches beyond MaxTouches
 	firstDropped    arena.Touch
 	lastTouch       arena.Touch // the latest touch seen, kept or not
@@ -90,6 +90,7 @@ type Recorder struct {
 	callSlab   slab.Of[callRec]
 	rowSlab    slab.Of[RowInfo]
 	regionSlab slab.Of[int32]
+	markSlab   slab.Of[mark]
 }
 
 // The bounds of what a recorder keeps, whatever the driver does. Normal
@@ -136,9 +137,76 @@ func (r *Recorder) touchRegion(label string) int32 {
 type callRec struct {
 	CallInfo
 	regs []int32
+	// puts is, per row, the first put the store ran of it (Put): when, in
+	// sequence (0: none yet) and time; nil until the first.
+	puts []mark
+	// touched holds OnTouch's marks for the first touchBitRows rows: per
+	// row, whether a read and a write of the row's own slot were kept, and
+	// whether a touch after ENDED was (touchBits).
+	touched uint64
+}
+
+// touchBitRows is how many rows' marks fit in callRec.touched, three bits
+// each; touches by later rows are marked in the recorder's maps.
+const touchBitRows = 21
+
+// touchBits is the mark in callRec.touched of a touch by row with op (0:
+// the touch after ENDED).
+func touchBits(row int, op arena.Op) uint64 {
+	switch op {
+	case arena.Read:
+		return 1 << (3 * row)
+	case arena.Write:
+		return 2 << (3 * row)
+	}
+	return 4 << (3 * row)
 }
 
 const noRegion = -1
+
+// callIndex finds a call's record by id. A driver numbers its calls, so
+// ids come dense: most records sit in a slice at id - base, looked up
+// without hashing; an id far from the others goes to a map. Every id is
+// in one of the two.
+type callIndex struct {
+	base   drivers.CallID
+	dense  []*callRec
+	ndense int // records in dense: it grows to at most 2*ndense+64
+	sparse map[drivers.CallID]*callRec
+}
+
+func (x *callIndex) get(id drivers.CallID) *callRec {
+	if i := id - x.base; id >= x.base && i < drivers.CallID(len(x.dense)) && x.dense[i] != nil {
+		return x.dense[i]
+	}
+	return x.sparse[id]
+}
+
+// add files c under id, which has no record yet.
+func (x *callIndex) add(id drivers.CallID, c *callRec) {
+	if x.ndense == 0 && x.sparse == nil {
+		x.base = id
+	}
+	if i := id - x.base; id >= x.base && i < drivers.CallID(2*x.ndense+64) {
+		if i >= drivers.CallID(len(x.dense)) {
+			x.dense = append(x.dense, make([]*callRec, int(i)+1-len(x.dense))...)
+		}
+		x.dense[i] = c
+		x.ndense++
+		return
+	}
+	if x.sparse == nil {
+		x.sparse = map[drivers.CallID]*callRec{}
+	}
+	x.sparse[id] = c
+}
+
+// starting is the mark SubmitStarting took for the batch whose first row
+// is row.
+type starting struct {
+	row *drivers.Row
+	mark
+}
 
 type callRow struct {
 	call drivers.CallID
@@ -204,10 +272,10 @@ func NewRecorder(opts RecorderOptions) *Recorder {
 	r := &Recorder{
 		opts: opts, peek: opts.Peek,
 		regions: map[drivers.Handle]int32{},
-		calls:   make(map[drivers.CallID]*callRec, 64),
+		calls:   callIndex{dense: make([]*callRec, 0, 64)},
 		regList: make([]drivers.Region, 0, 4),
 		order:   make([]*callRec, 0, 32),
-		extra:   make([]extraOp, 0, 32),
+		extra:   make([]extraOp, 0, 64), // a run of the engine looks up about 60 keys
 		touches: make([]stampedTouch, 0, 32),
 	}
 	if r.peek == nil {
@@ -327,10 +395,14 @@ func (r *Recorder) SubmitStarting(at time.Duration, b drivers.RowBatch) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.starting == nil {
-		r.starting = map[*drivers.Row]mark{}
+	m := mark{seq: r.next(), at: at}
+	for i := range r.starting {
+		if r.starting[i].row == &b.Rows[0] {
+			r.starting[i].mark = m // the batch again, before its Submitted
+			return
+		}
 	}
-	r.starting[&b.Rows[0]] = mark{seq: r.next(), at: at}
+	r.starting = append(r.starting, starting{&b.Rows[0], m})
 }
 
 // Submitted implements monitor.Observer.
@@ -340,16 +412,22 @@ func (r *Recorder) Submitted(at time.Duration, id drivers.CallID, b drivers.RowB
 	seq := r.next()
 	start, started := mark{seq: seq, at: at}, false
 	if len(b.Rows) > 0 {
-		if s, ok := r.starting[&b.Rows[0]]; ok {
-			start, started = s, true
-			delete(r.starting, &b.Rows[0])
+		for i, s := range r.starting {
+			if s.row == &b.Rows[0] {
+				start, started = s.mark, true
+				last := len(r.starting) - 1
+				r.starting[i] = r.starting[last]
+				r.starting[last] = starting{}
+				r.starting = r.starting[:last]
+				break
+			}
 		}
 	}
 	if err != nil {
 		r.submitFailed(at, start, b, err)
 		return
 	}
-	if _, dup := r.calls[id]; dup {
+	if r.calls.get(id) != nil {
 		r.note(at, TagSubmit, id, "", "Submitted again for a known call id; ignored")
 		return
 	}
@@ -361,21 +439,23 @@ func (r *Recorder) Submitted(at time.Duration, id drivers.CallID, b drivers.RowB
 	}
 	for i, row := range b.Rows {
 		ri := RowInfo{Key: row.Key, Slot: row.Slot}
-		reg, ok := r.region(row.Handle)
+		ix, ok := r.regions[row.Handle]
+		var reg drivers.Region
 		if ok {
+			reg = r.regList[ix]
 			ri.Region = reg.Label
 		}
 		switch {
 		case b.Dir == drivers.Publish:
 			ri.Value = r.publishDigest(reg, ok, row.Slot)
 		case c.regs != nil && ok:
-			c.regs[i] = r.regions[row.Handle]
+			c.regs[i] = ix
 		case c.regs != nil:
 			c.regs[i] = noRegion
 		}
 		c.Rows[i] = ri
 	}
-	r.calls[id] = c
+	r.calls.add(id, c)
 	r.order = append(r.order, c)
 	for _, e := range r.early[id] {
 		if !started && e.seq < c.CallSeq {
@@ -459,8 +539,8 @@ func (r *Recorder) RowFinal(at time.Duration, id drivers.CallID, row int, st dri
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	seq := r.next()
-	c, ok := r.calls[id]
-	if !ok {
+	c := r.calls.get(id)
+	if c == nil {
 		r.addEarly(id, earlyEvent{seq: seq, at: at, row: row, st: st})
 		return
 	}
@@ -496,8 +576,8 @@ func (r *Recorder) AccessChanged(at time.Duration, id drivers.CallID, acc driver
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	seq := r.next()
-	c, ok := r.calls[id]
-	if !ok {
+	c := r.calls.get(id)
+	if c == nil {
 		r.addEarly(id, earlyEvent{seq: seq, at: at, row: -1, acc: acc, isAcc: true})
 		return
 	}
@@ -520,7 +600,7 @@ func (r *Recorder) access(c *callRec, seq int64, at time.Duration, acc drivers.A
 func (r *Recorder) Cancelled(at time.Duration, id drivers.CallID, res drivers.CancelResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c, ok := r.calls[id]; ok {
+	if c := r.calls.get(id); c != nil {
 		c.Cancelled = true
 	}
 	r.notef(at, TagCancel, id, "", func() string { return "cancel: " + res.String() })
@@ -531,7 +611,7 @@ func (r *Recorder) Cancelled(at time.Duration, id drivers.CallID, res drivers.Ca
 func (r *Recorder) Callback(at time.Duration, id drivers.CallID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c, ok := r.calls[id]; ok {
+	if c := r.calls.get(id); c != nil {
 		c.Callbacks++
 	}
 	r.note(at, TagCallback, id, "", "callback")

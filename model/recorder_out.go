@@ -97,15 +97,45 @@ func (r *Recorder) Put(at time.Duration, id drivers.CallID, row int, key string)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	seq := r.next()
-	if _, ok := r.puts[callRow{id, row}]; !ok {
-		if r.puts == nil {
-			r.puts = make(map[callRow]mark, 32)
+	if _, ok := r.put(id, row); !ok {
+		// In the call's record when Submitted named it; else (a put
+		// before Submitted, a row the call lacks) in the map.
+		if c := r.calls.get(id); c != nil && row >= 0 && row < len(c.Rows) {
+			if c.puts == nil {
+				c.puts = r.markSlab.Make(len(c.Rows))
+			}
+			c.puts[row] = mark{seq: seq, at: at}
+		} else {
+			if r.puts == nil {
+				r.puts = make(map[callRow]mark, 32)
+			}
+			r.puts[callRow{id, row}] = mark{seq: seq, at: at}
 		}
-		r.puts[callRow{id, row}] = mark{seq: seq, at: at}
 	}
 	if !r.opts.NoNotes {
 		r.addNote(Note{Seq: seq, At: at, Tag: TagStore, Call: id, Key: key, Text: "put of row " + strconv.Itoa(row) + " ran"})
 	}
+}
+
+// put is the first put the store ran of row of call id (Put), if any.
+func (r *Recorder) put(id drivers.CallID, row int) (mark, bool) {
+	if c := r.calls.get(id); c != nil {
+		return r.putOf(c, row)
+	}
+	m, ok := r.puts[callRow{id, row}]
+	return m, ok
+}
+
+// putOf is put for row of c.
+func (r *Recorder) putOf(c *callRec, row int) (mark, bool) {
+	if row >= 0 && row < len(c.puts) && c.puts[row].seq != 0 {
+		return c.puts[row], true
+	}
+	if len(r.puts) == 0 {
+		return mark{}, false
+	}
+	m, ok := r.puts[callRow{c.ID, row}]
+	return m, ok
 }
 
 // Annotate is optional: the harness adds a note of its own (an injected
@@ -136,11 +166,25 @@ func (r *Recorder) OnTouch(t arena.Touch) {
 	seq := r.cur()
 	r.lastTouch = t
 	r.ntouch++
-	k := touchKey{by: t.By, op: t.Op, region: r.touchRegion(t.Region), slot: t.Slot}
-	keep := !r.touchSeen[k]
-	if !keep && !r.lateSeen[t.By] && r.endedLocked(t.By.Call) != 0 {
+	// A touch by a known call's row of that row's own slot (every touch of
+	// a conforming driver) is marked in the call's record, without hashing
+	// a key; any other, and one before Submitted named the call, in the
+	// maps. A kind is seen when either marks it.
+	c := r.calls.get(t.By.Call)
+	row := t.By.Row
+	bits := c != nil && row >= 0 && row < min(len(c.Rows), touchBitRows)
+	own := bits && (t.Op == arena.Read || t.Op == arena.Write) && t.Slot == c.Rows[row].Slot && t.Region == c.Rows[row].Region
+	var k touchKey
+	seen := own && c.touched&touchBits(row, t.Op) != 0
+	if !seen && (!own || len(r.touchSeen) > 0) {
+		k = touchKey{by: t.By, op: t.Op, region: r.touchRegion(t.Region), slot: t.Slot}
+		seen = r.touchSeen[k]
+	}
+	ended := r.endedLocked(t.By.Call)
+	keep := !seen
+	if !keep && ended != 0 && !r.lateKept(c, t.By, bits) {
 		keep = true
-		r.lateSeen[t.By] = true
+		r.keptLate(c, t.By, bits)
 	}
 	if !keep {
 		return
@@ -152,20 +196,42 @@ func (r *Recorder) OnTouch(t arena.Touch) {
 		r.touchDropped++
 		return
 	}
-	if r.touchSeen == nil {
-		r.touchSeen, r.lateSeen = make(map[touchKey]bool, 64), map[drivers.Toucher]bool{}
+	if own {
+		c.touched |= touchBits(row, t.Op)
+	} else {
+		if r.touchSeen == nil {
+			r.touchSeen = make(map[touchKey]bool, 64)
+		}
+		r.touchSeen[k] = true
 	}
-	r.touchSeen[k] = true
-	if r.endedLocked(t.By.Call) != 0 {
-		r.lateSeen[t.By] = true
+	if ended != 0 {
+		r.keptLate(c, t.By, bits)
 	}
 	r.touches = append(r.touches, stampedTouch{Touch: t, seq: seq, online: true})
+}
+
+// lateKept says whether a touch by by after its call's ENDED was kept;
+// bits says c.touched has by's marks.
+func (r *Recorder) lateKept(c *callRec, by drivers.Toucher, bits bool) bool {
+	return (bits && c.touched&touchBits(by.Row, 0) != 0) || r.lateSeen[by]
+}
+
+// keptLate marks that a touch by by after its call's ENDED was kept.
+func (r *Recorder) keptLate(c *callRec, by drivers.Toucher, bits bool) {
+	if bits {
+		c.touched |= touchBits(by.Row, 0)
+		return
+	}
+	if r.lateSeen == nil {
+		r.lateSeen = map[drivers.Toucher]bool{}
+	}
+	r.lateSeen[by] = true
 }
 
 // endedLocked is the sequence number of the ENDED the monitor reported for
 // call id (0: none yet), also before Submitted named the call.
 func (r *Recorder) endedLocked(id drivers.CallID) int64 {
-	if c, ok := r.calls[id]; ok {
+	if c := r.calls.get(id); c != nil {
 		return c.EndedSeq
 	}
 	for _, e := range r.early[id] {
@@ -260,7 +326,9 @@ func (r *Recorder) History() History {
 	if n > 0 {
 		h = make(History, 0, n) // one allocation, not one per doubling
 	}
+	sorted := true // h in call order: its rows' calls never go down
 	for _, c := range r.order {
+		sorted = sorted && (len(h) == 0 || len(c.Rows) == 0 || c.CallSeq >= h[len(h)-1].Call)
 		kind := KindFetch
 		if c.Dir == drivers.Publish {
 			kind = KindPublish
@@ -272,7 +340,7 @@ func (r *Recorder) History() History {
 				op.Return, op.ReturnAt = row.FinalSeq, row.FinalAt
 			}
 			if kind == KindPublish && !op.Settled() {
-				if put, ok := r.puts[callRow{c.ID, i}]; ok {
+				if put, ok := r.putOf(c, i); ok {
 					op.Effect, op.EffectSeq = TookEffect, max(put.seq, op.Call)
 				} else if r.opts.StoreLogComplete {
 					op.Effect = NoEffect
@@ -282,7 +350,7 @@ func (r *Recorder) History() History {
 		}
 	}
 	byCall := func(a, b Op) int { return cmp.Compare(a.Call, b.Call) }
-	if slices.IsSortedFunc(h, byCall) && r.extraSorted() {
+	if sorted && r.extraSorted() {
 		return r.mergeExtra(h)
 	}
 	for i := range r.extra {
@@ -298,7 +366,12 @@ func (r *Recorder) History() History {
 
 // extraSorted reports whether the extra ops are in call order.
 func (r *Recorder) extraSorted() bool {
-	return slices.IsSortedFunc(r.extra, func(a, b extraOp) int { return cmp.Compare(a.seq, b.seq) })
+	for i := 1; i < len(r.extra); i++ {
+		if r.extra[i].seq < r.extra[i-1].seq {
+			return false
+		}
+	}
+	return true
 }
 
 // mergeExtra appends the extra ops to h, the calls' rows, both in call

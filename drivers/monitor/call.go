@@ -59,10 +59,10 @@ type callRec struct {
 }
 
 // openLocked compacts Monitor.open to the calls whose known access is not
-// ENDED and returns them sorted by id.
-func (m *Monitor) openLocked() []*callRec {
+// ENDED and returns them sorted by id, appended to dst[:0].
+func (m *Monitor) openLocked(dst []*callRec) []*callRec {
 	m.open = slices.DeleteFunc(m.open, func(c *callRec) bool { return c.knownAcc == drivers.AccessEnded })
-	out := slices.Clone(m.open)
+	out := append(dst[:0], m.open...)
 	slices.SortFunc(out, func(a, b *callRec) int { return cmp.Compare(a.id, b.id) })
 	return out
 }
@@ -112,12 +112,10 @@ func (m *Monitor) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, err
 	}
 	rec.invalid = verr != nil
 	closed := m.drained || m.shutdown
-	if len(m.opts.Observers) > 0 {
+	if len(m.starters) > 0 {
 		at := m.now()
-		for _, o := range m.opts.Observers {
-			if so, ok := o.(SubmitObserver); ok {
-				so.SubmitStarting(at, b)
-			}
+		for _, so := range m.starters {
+			so.SubmitStarting(at, b)
 		}
 	}
 	m.mu.Unlock()
@@ -311,14 +309,12 @@ func (m *Monitor) wrapCallback(rec *callRec, user func()) func() {
 }
 
 func (m *Monitor) callbackEventLocked(c *callRec) {
-	if len(m.opts.Observers) == 0 {
+	if len(m.cbObs) == 0 {
 		return
 	}
 	at := m.now()
-	for _, o := range m.opts.Observers {
-		if co, ok := o.(CallbackObserver); ok {
-			co.Callback(at, c.id)
-		}
+	for _, co := range m.cbObs {
+		co.Callback(at, c.id)
 	}
 }
 

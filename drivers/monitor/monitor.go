@@ -67,6 +67,13 @@ type Monitor struct {
 	bound    BoundReporter
 	together drivers.TogetherRegisterer
 	wrapped  drivers.Driver
+	// The observers that take SubmitStarting and Callback, in order,
+	// sorted out once rather than by a type assertion per event; the
+	// arrays hold the usual one (the recorder) without an allocation.
+	starters    []SubmitObserver
+	cbObs       []CallbackObserver
+	startersInl [2]SubmitObserver
+	cbObsInl    [2]CallbackObserver
 
 	mu      sync.Mutex
 	nsub    int        // accepted calls so far; callRec.index counts them
@@ -75,6 +82,8 @@ type Monitor struct {
 	maxID   drivers.CallID
 	open    []*callRec // calls whose known access is not ENDED (compacted lazily)
 	regs    map[drivers.Handle]*regRec
+	regList []*regRec  // the records of regs, for the checks that scan them all: a slice is cheaper to range over
+	scratch []*callRec // openLocked's copy for a caller done with it before unlocking
 	running []*callRec // calls with a wrapped callback running now
 	sizes   []SizeStat // indexed by batch size, valid batches only
 
@@ -149,15 +158,25 @@ type SizeStat struct {
 func Wrap(d drivers.Driver, opts Options) *Monitor {
 	m := &Monitor{
 		d: d, opts: opts, caps: d.Capabilities(),
-		regs: map[drivers.Handle]*regRec{},
-		seen: map[vkey]bool{},
-		// Room for the first calls: a run's dozens would otherwise grow
-		// these from 1 through 2, 4 and 8.
-		order: make([]*callRec, 0, 16),
-		open:  make([]*callRec, 0, 16),
+		regs:    map[drivers.Handle]*regRec{},
+		seen:    map[vkey]bool{},
+		regList: make([]*regRec, 0, 8),
 	}
+	// Room for the first calls, in one array: a run's dozens would
+	// otherwise grow these from 1 through 2, 4 and 8.
+	room := make([]*callRec, 48)
+	m.order, m.open, m.scratch = room[:0:16], room[16:16:32], room[32:32:48]
 	if m.opts.FullSizeMinCalls <= 0 {
 		m.opts.FullSizeMinCalls = 3
+	}
+	m.starters, m.cbObs = m.startersInl[:0], m.cbObsInl[:0]
+	for _, o := range opts.Observers {
+		if so, ok := o.(SubmitObserver); ok {
+			m.starters = append(m.starters, so)
+		}
+		if co, ok := o.(CallbackObserver); ok {
+			m.cbObs = append(m.cbObs, co)
+		}
 	}
 	m.prober, _ = d.(LockProber)
 	m.live, _ = d.(LiveReporter)
@@ -318,7 +337,7 @@ func (m *Monitor) Drain() drivers.DrainStatus {
 	m.mu.Lock()
 	m.drained = true
 	var cands []*callRec
-	for _, c := range m.openLocked() {
+	for _, c := range m.openLocked(nil) {
 		if c.index < before && c.knownAcc == drivers.AccessPending {
 			cands = append(cands, c)
 		}
@@ -398,7 +417,7 @@ func (m *Monitor) Shutdown(ctx context.Context) []string {
 	first := !m.shutdown
 	m.shutdown = true
 	m.shutdowns++
-	cands := m.openLocked()
+	cands := m.openLocked(nil)
 	regs := m.liveRegsLocked()
 	m.mu.Unlock()
 	for _, c := range cands {

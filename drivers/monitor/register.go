@@ -33,7 +33,7 @@ func setRegistered(r drivers.Region, on bool) {
 
 func (m *Monitor) liveRegsLocked() []*regRec {
 	var out []*regRec
-	for _, r := range m.regs {
+	for _, r := range m.regList {
 		if r.live {
 			out = append(out, r)
 		}
@@ -47,7 +47,7 @@ func (m *Monitor) liveRegsLocked() []*regRec {
 // checks at every registration and close allocate nothing.
 func (m *Monitor) overlapLocked(r drivers.Region, except *regRec) *regRec {
 	var first *regRec
-	for _, l := range m.regs {
+	for _, l := range m.regList {
 		if l.live && l != except && (first == nil || l.h < first.h) && r.Overlaps(l.r) {
 			first = l
 		}
@@ -97,12 +97,18 @@ func (m *Monitor) mustRefuseLocked(regions []drivers.Region) refusal {
 
 // addRegLocked records a successful registration.
 func (m *Monitor) addRegLocked(h drivers.Handle, r drivers.Region) {
-	if old := m.regs[h]; old != nil {
+	old := m.regs[h]
+	if old != nil {
 		m.violateLocked(rules.Violation{Rule: rules.DReg3, Row: -1, Region: r.Label,
 			Detail: fmt.Sprintf("handle %d reused (it named region %q before); a stale close could take down the new registration", h, old.r.Label)})
 	}
 	rec := m.regSlab.New()
 	*rec = regRec{h: h, r: r, live: true, duringShutdown: m.shutting && !m.shutdown}
+	if old != nil {
+		m.regList[slices.Index(m.regList, old)] = rec
+	} else {
+		m.regList = append(m.regList, rec)
+	}
 	m.regs[h] = rec
 	at := m.now()
 	for _, o := range m.opts.Observers {
@@ -189,7 +195,8 @@ func (m *Monitor) beginCloseLocked(h drivers.Handle) closeCtx {
 			}
 		}
 	default:
-		for _, call := range m.openLocked() {
+		m.scratch = m.openLocked(m.scratch)
+		for _, call := range m.scratch {
 			if slices.Contains(call.handles, h) {
 				c.busy = append(c.busy, call)
 			}

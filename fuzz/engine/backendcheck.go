@@ -31,14 +31,35 @@ type backendCheck struct {
 
 	mu      sync.Mutex // observers may run on a real driver's goroutines
 	labels  map[drivers.Handle]string
-	calls   map[drivers.CallID]*lender.Loan
+	calls   []callLoan // the loan of each backend call, in Submit order
 	faulted map[*lender.Loan]drivers.CallID
 	found   []rules.Violation // B-CUT, seen online
+
+	maxRows  int // the driver's MaxRowsPerOp, once capsRead
+	capsRead bool
 }
 
 func newBackendCheck(ep *Endpoint) *backendCheck {
 	return &backendCheck{ep: ep, labels: map[drivers.Handle]string{},
-		calls: map[drivers.CallID]*lender.Loan{}, faulted: map[*lender.Loan]drivers.CallID{}}
+		faulted: map[*lender.Loan]drivers.CallID{}}
+}
+
+// callLoan ties a call to its attempt's loan.
+type callLoan struct {
+	id drivers.CallID
+	ln *lender.Loan
+}
+
+// loanOf is the loan of call id: the latest Submit's with that id (a driver
+// that reuses ids is the monitor's to report). Only a FAULT row asks, and of
+// a recent call, so it searches from the latest back.
+func (c *backendCheck) loanOf(id drivers.CallID) *lender.Loan {
+	for i := len(c.calls) - 1; i >= 0; i-- {
+		if c.calls[i].id == id {
+			return c.calls[i].ln
+		}
+	}
+	return nil
 }
 
 func (c *backendCheck) fail(rule rules.ID, id drivers.CallID, at time.Duration, detail string) {
@@ -58,23 +79,47 @@ func (c *backendCheck) Submitted(at time.Duration, id drivers.CallID, b drivers.
 	if len(b.Rows) > 0 && !c.backends(b.Rows[0].Handle) {
 		return
 	}
-	max := c.ep.Monitor.Capabilities().MaxRowsPerOp
+	if !c.capsRead {
+		// Read once: capabilities never change (the monitor reports a
+		// change), and this runs on every Submit.
+		c.maxRows, c.capsRead = c.ep.Monitor.Capabilities().MaxRowsPerOp, true
+	}
+	max := c.maxRows
 	if len(b.Rows) == 0 || len(b.Rows) > max {
 		c.fail(rules.BCut, id, at, fmt.Sprintf("the backend submitted a %v batch of %d rows (MaxRowsPerOp %d)", b.Dir, len(b.Rows), max))
 	}
-	seen := make(map[string]bool, len(b.Rows))
-	for _, row := range b.Rows {
-		if seen[row.Key] {
-			c.fail(rules.BCut, id, at, fmt.Sprintf("the backend submitted a %v batch naming key %q twice", b.Dir, row.Key))
-			break
-		}
-		seen[row.Key] = true
+	if key, ok := repeatedKey(b.Rows); ok {
+		c.fail(rules.BCut, id, at, fmt.Sprintf("the backend submitted a %v batch naming key %q twice", b.Dir, key))
 	}
 	if err == nil && len(b.Rows) > 0 {
 		if ln := c.ep.Lender.LoanAt(lender.SlotRef{Region: c.labels[b.Rows[0].Handle], Slot: b.Rows[0].Slot}); ln != nil {
-			c.calls[id] = ln
+			c.calls = append(c.calls, callLoan{id, ln})
 		}
 	}
+}
+
+// repeatedKey is the first row's key, in row order, that an earlier row
+// already named. Batches are small: comparing with the rows before costs
+// less than a set, which only the large ones get.
+func repeatedKey(rows []drivers.Row) (string, bool) {
+	if len(rows) > 32 {
+		seen := make(map[string]bool, len(rows))
+		for _, row := range rows {
+			if seen[row.Key] {
+				return row.Key, true
+			}
+			seen[row.Key] = true
+		}
+		return "", false
+	}
+	for i := 1; i < len(rows); i++ {
+		for _, r := range rows[:i] {
+			if r.Key == rows[i].Key {
+				return rows[i].Key, true
+			}
+		}
+	}
+	return "", false
 }
 
 // backends reports whether h is a binding of the endpoint's backend.
@@ -88,9 +133,12 @@ func (c *backendCheck) backends(h drivers.Handle) bool {
 }
 
 func (c *backendCheck) RowFinal(_ time.Duration, id drivers.CallID, _ int, s drivers.Status) {
+	if s != drivers.Fault {
+		return // only a FAULT row is judged: no state to lock
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if ln := c.calls[id]; ln != nil && s == drivers.Fault {
+	if ln := c.loanOf(id); ln != nil {
 		if _, ok := c.faulted[ln]; !ok {
 			c.faulted[ln] = id
 		}
