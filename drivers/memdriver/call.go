@@ -255,7 +255,7 @@ func (d *Driver) startRow(c *call, i int) {
 			break
 		}
 		rs.final = drivers.OK
-		rs.data = make([]byte, reg.SlotBytes)
+		rs.data = d.byteSlab.Make(reg.SlotBytes)
 		rs.limit = reg.SlotBytes
 	}
 	if fault && rs.final != drivers.Miss { // a known miss is never reported as a fault (D-MISS-HONEST)

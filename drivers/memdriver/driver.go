@@ -85,6 +85,13 @@ type Driver struct {
 	toWake     []*call
 	callSlab   slab.Of[call]    // every call's record (newCall); guarded by mu
 	bindSlab   slab.Of[binding] // every binding's record (reserve); guarded by mu
+
+	// The slices handed out for good (Results snapshots, Contains answers,
+	// PUBLISH buffers) are cut from slabs, guarded by mu: a few chunks per
+	// run instead of one allocation each.
+	statusSlab slab.Of[drivers.Status]
+	boolSlab   slab.Of[bool]
+	byteSlab   slab.Of[byte]
 }
 
 var _ drivers.Driver = (*Driver)(nil)
@@ -349,7 +356,10 @@ func (d *Driver) Contains(ctx context.Context, keys []string) ([]bool, error) {
 		}
 		return nil, drivers.Detailf(drivers.ErrLookupFailed, "store answered %d results for %d keys (injected)", len(keys)+1, len(keys))
 	}
-	found := make([]bool, len(keys))
+	found := []bool{}
+	if len(keys) > 0 {
+		found = d.boolSlab.Make(len(keys))
+	}
 	for i, k := range keys {
 		found[i] = d.store.Has(k)
 		if found[i] && d.store.Evicting() && d.rLook.Chance(d.mix.StaleLookup) {

@@ -16,7 +16,10 @@ func (h *callHandle) ID() drivers.CallID { return h.c.id }
 func (h *callHandle) Results() []drivers.Status {
 	h.d.mu.Lock()
 	defer h.d.mu.Unlock()
-	return append([]drivers.Status(nil), h.c.results...)
+	if len(h.c.results) == 0 {
+		return nil // what a copy of nothing has always been
+	}
+	return append(h.d.statusSlab.Make(len(h.c.results))[:0], h.c.results...)
 }
 
 // Access implements drivers.Call (D-ACCESS).
