@@ -1,6 +1,7 @@
 package memdriver
 
 import (
+	"slices"
 	"time"
 
 	"github.com/storesim/storesim/drivers"
@@ -28,6 +29,7 @@ type call struct {
 	proofDue  bool // a proof event is scheduled
 	running   bool // a callback is running
 	listed    bool // queued in d.toWake
+	retired   bool // forgotten by the driver (forget)
 	results   []drivers.Status
 	rs        []rowState
 	inFlight  int // rows transferring plus late writes pending
@@ -105,7 +107,7 @@ func (d *Driver) newCall(b drivers.RowBatch, onChange func()) *call {
 	c.plan = d.drawPlan(len(c.rows))
 	c.handle = callHandle{d, c}
 	c.wake = sim.WakeRun(d.rt, d.lblWake, c) // c.Run: no closure per call
-	d.calls[c.id] = c
+	d.calls = append(d.calls, c)
 	return c
 }
 
@@ -554,6 +556,21 @@ func (d *Driver) runNotify(c *call) {
 // Caller holds d.mu.
 func (d *Driver) retire(c *call) {
 	if c.access == drivers.AccessEnded && c.delivered == c.version && !c.running {
-		delete(d.calls, c.id)
+		d.forget(c)
+	}
+}
+
+// forget drops c from d.calls: it is marked at once, and the marked calls
+// are cut out once they are half the slice (amortized O(1), order kept).
+// Caller holds d.mu.
+func (d *Driver) forget(c *call) {
+	if c.retired {
+		return
+	}
+	c.retired = true
+	d.retired++
+	if d.retired > len(d.calls)/2 {
+		d.calls = slices.DeleteFunc(d.calls, func(c *call) bool { return c.retired })
+		d.retired = 0
 	}
 }

@@ -75,9 +75,11 @@ type Driver struct {
 	lastHandle drivers.Handle
 	lastCall   drivers.CallID
 	bindings   map[drivers.Handle]*binding
-	calls      map[drivers.CallID]*call // not yet retired
-	stale      map[string]bool          // keys marked by stale-lookup faults (markStale); nil until one is
-	together   []drivers.Handle         // the live together-batch (TogetherDriver)
+	calls      []*call          // by id (ids only grow); retired ones are dropped lazily (retire)
+	retired    int              // retired calls still in calls
+	callsInl   [16]*call        // calls' first backing array: the usual few calls live here
+	stale      map[string]bool  // keys marked by stale-lookup faults (markStale); nil until one is
+	together   []drivers.Handle // the live together-batch (TogetherDriver)
 	draining   bool
 	shut       bool
 	quarantine string // why; "" when not quarantined (D-QUAR)
@@ -122,9 +124,9 @@ func New(rt sim.Runtime, store *Store, cfg Config) *Driver {
 		rt: rt, store: store, name: cfg.Name, caps: cfg.Caps, mix: cfg.Faults,
 		step: cfg.StepDelay, hooks: cfg.Hooks,
 		bindings: map[drivers.Handle]*binding{},
-		calls:    map[drivers.CallID]*call{},
 	}
 	d.cond.L = &d.mu
+	d.calls = d.callsInl[:0]
 	if d.name == "" {
 		d.name = "mem"
 	}
@@ -490,7 +492,7 @@ func (d *Driver) Shutdown(ctx context.Context) []string {
 				named[h] = true
 			}
 		case drivers.AccessEnded:
-			delete(d.calls, c.id)
+			d.forget(c)
 		}
 	}
 	var bbuf [16]*binding
@@ -530,11 +532,12 @@ func (d *Driver) PendingCalls() []string {
 }
 
 // sortedCalls appends the calls not yet retired to buf by id (see
-// sortedBindings).
+// sortedBindings); d.calls is in id order already.
 func (d *Driver) sortedCalls(buf []*call) []*call {
 	for _, c := range d.calls {
-		buf = append(buf, c)
+		if !c.retired {
+			buf = append(buf, c)
+		}
 	}
-	slices.SortFunc(buf, func(a, b *call) int { return cmp.Compare(a.id, b.id) })
 	return buf
 }
