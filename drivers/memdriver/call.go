@@ -38,8 +38,8 @@ type call struct {
 	delivered uint64     // version seen by the last callback that returned
 	handle    callHandle // what Submit returns
 
-	// Inline storage for a small call's slices: one allocation per call
-	// instead of six (most calls carry a few rows).
+	// Inline storage for a small call's slices (most calls carry one or
+	// two rows); a bigger call's are cut from the driver's slabs.
 	inl struct {
 		rows    [inlineRows]drivers.Row
 		regions [inlineRows]*drivers.Region
@@ -49,8 +49,9 @@ type call struct {
 	}
 }
 
-// inlineRows is how many rows a call keeps inline (see call.inl).
-const inlineRows = 4
+// inlineRows is how many rows a call keeps inline (see call.inl): two
+// cover most calls and keep a chunk of Driver.callSlab under 32 KiB.
+const inlineRows = 2
 
 // plan is the call's fault plan, drawn at Submit.
 type plan struct {
@@ -91,8 +92,8 @@ func (d *Driver) newCall(b drivers.RowBatch, onChange func()) *call {
 		c.rows = append(c.inl.rows[:0:n], b.Rows...)
 		c.regions, c.results, c.rs = c.inl.regions[:n:n], c.inl.results[:n:n], c.inl.rs[:n:n]
 	} else {
-		c.rows = append([]drivers.Row(nil), b.Rows...)
-		c.regions, c.results, c.rs = make([]*drivers.Region, n), make([]drivers.Status, n), make([]rowState, n)
+		c.rows = append(d.rowSlab.Make(n)[:0], b.Rows...)
+		c.regions, c.results, c.rs = d.regionSlab.Make(n), d.statusSlab.Make(n), d.rsSlab.Make(n)
 	}
 	c.handles = c.inl.handles[:0:len(c.inl.handles)]
 	for i, r := range c.rows {

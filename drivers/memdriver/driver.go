@@ -89,11 +89,15 @@ type Driver struct {
 	bindSlab   slab.Of[binding] // every binding's record (reserve); guarded by mu
 
 	// The slices handed out for good (Results snapshots, Contains answers,
-	// PUBLISH buffers) are cut from slabs, guarded by mu: a few chunks per
-	// run instead of one allocation each.
+	// PUBLISH buffers) and a big call's row slices (newCall) are cut from
+	// slabs, guarded by mu: a few chunks per run instead of one allocation
+	// each.
 	statusSlab slab.Of[drivers.Status]
 	boolSlab   slab.Of[bool]
 	byteSlab   slab.Of[byte]
+	rowSlab    slab.Of[drivers.Row]
+	regionSlab slab.Of[*drivers.Region]
+	rsSlab     slab.Of[rowState]
 }
 
 var _ drivers.Driver = (*Driver)(nil)
