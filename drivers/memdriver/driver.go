@@ -366,8 +366,8 @@ func (d *Driver) Contains(ctx context.Context, keys []string) ([]bool, error) {
 	if len(keys) > 0 {
 		found = d.boolSlab.Make(len(keys))
 	}
+	d.store.hasAll(keys, found) // one snapshot under one store lock
 	for i, k := range keys {
-		found[i] = d.store.Has(k)
 		if found[i] && d.store.Evicting() && d.rLook.Chance(d.mix.StaleLookup) {
 			d.markStale(k) // evicted before the next FETCH of k
 		}

@@ -132,6 +132,15 @@ func (s *Store) Has(key string) bool {
 	return ok
 }
 
+// hasAll sets found[i] to whether keys[i] is held, all under one lock.
+func (s *Store) hasAll(keys []string, found []bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, k := range keys {
+		_, found[i] = s.objs[k]
+	}
+}
+
 // Put stores a copy of obj under key unless key is held (first writer wins,
 // D-SUB-4) and reports whether it wrote.
 func (s *Store) Put(key string, obj []byte) bool { return s.put(Origin{}, key, obj, false) }
