@@ -14,7 +14,6 @@ type call struct {
 	id       drivers.CallID
 	rows     []drivers.Row
 	regions  []*drivers.Region // per row, its binding's (never changed once registered)
-	handles  []drivers.Handle  // distinct handles the call names
 	onChange func()
 	wake     func()
 	plan     plan
@@ -45,7 +44,6 @@ type call struct {
 		regions [inlineRows]*drivers.Region
 		results [inlineRows]drivers.Status
 		rs      [inlineRows]rowState
-		handles [2]drivers.Handle
 	}
 }
 
@@ -74,14 +72,14 @@ const (
 )
 
 type rowState struct {
+	data   []byte // FETCH: bytes to write; PUBLISH: bytes read
+	c      *call  // the row's call and index: the row is its own event (Run)
+	limit  int    // bytes to move (< SlotBytes when cut short)
+	chunks int32  // at most 3; int32 like next and i: a call's row states stay small
+	next   int32
+	i      int32
 	phase  rowPhase
 	final  drivers.Status // what the transfer reports when it finishes
-	data   []byte         // FETCH: bytes to write; PUBLISH: bytes read
-	limit  int            // bytes to move (< SlotBytes when cut short)
-	chunks int
-	next   int
-	c      *call // the row's call and index: the row is its own event (Run)
-	i      int
 }
 
 func (d *Driver) newCall(b drivers.RowBatch, onChange func()) *call {
@@ -95,13 +93,11 @@ func (d *Driver) newCall(b drivers.RowBatch, onChange func()) *call {
 		c.rows = append(d.rowSlab.Make(n)[:0], b.Rows...)
 		c.regions, c.results, c.rs = d.regionSlab.Make(n), d.statusSlab.Make(n), d.rsSlab.Make(n)
 	}
-	c.handles = c.inl.handles[:0:len(c.inl.handles)]
 	for i, r := range c.rows {
-		c.rs[i].c, c.rs[i].i = c, i
+		c.rs[i].c, c.rs[i].i = c, int32(i)
 		bd := d.bindings[r.Handle]
 		c.regions[i] = &bd.region
-		if !containsHandle(c.handles, r.Handle) {
-			c.handles = append(c.handles, r.Handle)
+		if firstOfHandle(c.rows, i) {
 			bd.users++ // D-REG-6: busy until access ENDED
 		}
 	}
@@ -112,13 +108,16 @@ func (d *Driver) newCall(b drivers.RowBatch, onChange func()) *call {
 	return c
 }
 
-func containsHandle(hs []drivers.Handle, h drivers.Handle) bool {
-	for _, x := range hs {
-		if x == h {
-			return true
+// firstOfHandle reports whether row i is the first of rows to name its
+// handle: the rows that are give the distinct handles a call names, in
+// order (a few rows: no set to keep).
+func firstOfHandle(rows []drivers.Row, i int) bool {
+	for _, r := range rows[:i] {
+		if r.Handle == rows[i].Handle {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 func (d *Driver) drawPlan(rows int) plan {
@@ -275,7 +274,7 @@ func (d *Driver) startRow(c *call, i int) {
 		d.unlockAndWake()
 		return
 	}
-	rs.chunks = min(1+d.rTiming.Intn(3), rs.limit)
+	rs.chunks = int32(min(1+d.rTiming.Intn(3), rs.limit))
 	d.after(c, d.lblChunk, rs)
 	d.mu.Unlock()
 }
@@ -293,7 +292,8 @@ func (d *Driver) moveChunk(c *call, i int) {
 		return
 	}
 	rs, reg := &c.rs[i], c.regions[i]
-	lo, hi := rs.next*rs.limit/rs.chunks, (rs.next+1)*rs.limit/rs.chunks
+	next, chunks := int(rs.next), int(rs.chunks)
+	lo, hi := next*rs.limit/chunks, (next+1)*rs.limit/chunks
 	off := reg.SlotOffset(c.rows[i].Slot) + lo
 	d.mu.Unlock()
 
@@ -485,8 +485,11 @@ func (d *Driver) setAccess(c *call, a drivers.Access) {
 	}
 	c.access = a
 	if a == drivers.AccessEnded {
-		for _, h := range c.handles {
-			if b := d.bindings[h]; b != nil {
+		for i, r := range c.rows {
+			if !firstOfHandle(c.rows, i) {
+				continue
+			}
+			if b := d.bindings[r.Handle]; b != nil {
 				b.users--
 			}
 		}

@@ -492,8 +492,8 @@ func (d *Driver) Shutdown(ctx context.Context) []string {
 		switch c.access {
 		case drivers.AccessUnprovable:
 			labels = append(labels, drivers.CallLabel(c.id, drivers.WhyUnprovable))
-			for _, h := range c.handles {
-				named[h] = true
+			for _, r := range c.rows {
+				named[r.Handle] = true
 			}
 		case drivers.AccessEnded:
 			d.forget(c)

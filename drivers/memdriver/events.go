@@ -18,7 +18,7 @@ func (d *Driver) afterRun(delay time.Duration, label string, r sim.Runner) {
 
 // Run is every event of its row (rowStep): a row's events never overlap,
 // so one Runner serves them all.
-func (rs *rowState) Run() { rs.c.handle.d.rowStep(rs.c, rs.i) }
+func (rs *rowState) Run() { rs.c.handle.d.rowStep(rs.c, int(rs.i)) }
 
 // callBegin is the call's begin event.
 type callBegin call
