@@ -180,6 +180,7 @@ type Lender struct {
 	stats      Stats
 
 	free     []slotAt // Lend's scratch: the free slots found
+	run      [8]int32 // eachRegion's scratch: one region's slots (a view has at most 8)
 	unbound  []error  // View's ErrUnbound per region, made on first use
 	loanSlab slab.Of[Loan]
 	slotSlab slab.Of[slotAt] // the slots of loans larger than Loan.inl

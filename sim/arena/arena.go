@@ -337,10 +337,36 @@ func (a *Arena) Lend(slot int, attempt uint64) {
 	a.slots[slot].set(Lent, attempt)
 }
 
+// LendEach is Lend of each of slots to attempt, under one lock: a loan's
+// slots in one region cost one round trip.
+func (a *Arena) LendEach(attempt uint64, slots ...int32) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, slot := range slots {
+		if st := a.slots[slot].State(); st != AtLender {
+			panic(fmt.Sprintf("arena %s: lend of slot %d in state %s", a.label, slot, st))
+		}
+		a.slots[slot].set(Lent, attempt)
+	}
+}
+
 // Release takes slot back and poisons it (S-RELEASE).
 func (a *Arena) Release(slot int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.releaseLocked(slot)
+}
+
+// ReleaseEach is Release of each of slots, under one lock.
+func (a *Arena) ReleaseEach(slots ...int32) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, slot := range slots {
+		a.releaseLocked(int(slot))
+	}
+}
+
+func (a *Arena) releaseLocked(slot int) {
 	if a.sh != nil {
 		a.checkLocked(slot)
 	}

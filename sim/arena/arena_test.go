@@ -77,3 +77,26 @@ func TestGeometryOverlap(t *testing.T) {
 		t.Fatalf("same arena twice accepted (repro: go test ./sim/arena -run TestGeometryOverlap)")
 	}
 }
+
+func TestEachIsPerSlot(t *testing.T) {
+	a := New("r0", 4, 4, Options{})
+	a.LendEach(7, 1, 3)
+	for s, want := range []SlotState{AtLender, Lent, AtLender, Lent} {
+		if a.State(s) != want || (want == Lent) != (a.Owner(s) == 7) {
+			t.Fatalf("slot %d: %v owned by %d after LendEach(7, 1, 3) (repro: go test ./sim/arena -run TestEachIsPerSlot)", s, a.State(s), a.Owner(s))
+		}
+	}
+	a.Fill(1, []byte("abcd"))
+	a.ReleaseEach(1, 3)
+	for s := range 4 {
+		if a.State(s) != AtLender || a.Owner(s) != 0 || (s%2 == 1) != bytes.Equal(a.Peek(s), bytes.Repeat([]byte{Poison}, 4)) {
+			t.Fatalf("slot %d: %v owned by %d holding %q after ReleaseEach(1, 3) (repro: go test ./sim/arena -run TestEachIsPerSlot)", s, a.State(s), a.Owner(s), a.Peek(s))
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatalf("LendEach of a lent slot did not panic (repro: go test ./sim/arena -run TestEachIsPerSlot)")
+		}
+	}()
+	a.LendEach(8, 0, 0)
+}
