@@ -171,7 +171,6 @@ type Stats struct {
 type Lender struct {
 	clock      sim.Clock
 	arenas     []*arena.Arena
-	byLabel    map[string]*arena.Arena
 	nextLoan   uint64
 	loans      map[Attempt]*Loan
 	all        []*Loan
@@ -203,18 +202,17 @@ func NewWithArenas(opts arena.Options, specs ...Spec) (*Lender, error) {
 	clock := opts.Clock
 	// The lists and the loans map start at about what a run of the engine
 	// needs (a view has at most 8 rows): they do not grow from nothing.
-	l := &Lender{clock: clock, byLabel: map[string]*arena.Arena{}, loans: make(map[Attempt]*Loan, 32), held: true,
+	l := &Lender{clock: clock, loans: make(map[Attempt]*Loan, 32), held: true,
 		arenas: make([]*arena.Arena, 0, len(specs)), all: make([]*Loan, 0, 32), free: make([]slotAt, 0, 8)}
 	for _, s := range specs {
 		switch {
-		case s.Label == "" || l.byLabel[s.Label] != nil:
+		case s.Label == "" || l.Arena(s.Label) != nil:
 			return nil, fmt.Errorf("%w: label %q empty or used twice", ErrBadSpec, s.Label)
 		case s.Slots <= 0 || s.SlotBytes <= 0:
 			return nil, fmt.Errorf("%w: region %q: %d slots of %d bytes", ErrBadSpec, s.Label, s.Slots, s.SlotBytes)
 		}
 		a := arena.New(s.Label, s.Slots, s.SlotBytes, opts)
 		l.arenas = append(l.arenas, a)
-		l.byLabel[s.Label] = a
 	}
 	return l, nil
 }
@@ -228,8 +226,18 @@ func (l *Lender) Regions() []drivers.Region {
 	return out
 }
 
-// Arena returns the arena of a region.
-func (l *Lender) Arena(label string) *arena.Arena { return l.byLabel[label] }
+// Arena returns the arena of a region, or nil.
+//
+// A lender has a few regions: a scan finds one faster than a map's hash,
+// and saves building the map per lender.
+func (l *Lender) Arena(label string) *arena.Arena {
+	for _, a := range l.arenas {
+		if a.Label() == label {
+			return a
+		}
+	}
+	return nil
+}
 
 // Arenas lists the arenas, in spec order.
 func (l *Lender) Arenas() []*arena.Arena { return append([]*arena.Arena(nil), l.arenas...) }
@@ -239,7 +247,7 @@ func (l *Lender) LoanOf(a Attempt) *Loan { return l.loans[a] }
 
 // LoanAt is the loan slot ref is lent to now, or nil.
 func (l *Lender) LoanAt(ref SlotRef) *Loan {
-	a := l.byLabel[ref.Region]
+	a := l.Arena(ref.Region)
 	if a == nil || ref.Slot < 0 || ref.Slot >= a.Region().Slots {
 		return nil
 	}
