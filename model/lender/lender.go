@@ -29,6 +29,7 @@ package lender
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/storesim/storesim/backend"
@@ -299,11 +300,12 @@ func ArenaViolations(a *arena.Arena) []rules.Violation {
 }
 
 // noSlotsError is fmt.Errorf("%w: want %d, have %d", ErrNoSlots, want,
-// have): a loan that does not fit is normal work, its text is for reports.
+// have): a loan that does not fit is normal work, its text is for reports
+// (the engine keeps it: it is built without fmt's parsing).
 type noSlotsError struct{ want, have int }
 
 func (e *noSlotsError) Error() string {
-	return fmt.Sprintf("%v: want %d, have %d", ErrNoSlots, e.want, e.have)
+	return ErrNoSlots.Error() + ": want " + strconv.Itoa(e.want) + ", have " + strconv.Itoa(e.have)
 }
 
 func (e *noSlotsError) Unwrap() error { return ErrNoSlots }
