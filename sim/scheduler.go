@@ -217,6 +217,9 @@ func (s *Scheduler) postLocked(p posted) {
 		s.dropLocked(p.label, "inbox", s.maxInbox)
 		return
 	}
+	if s.inbox == nil {
+		s.inbox = make([]posted, 0, 8) // a few per step: not through append's 1, 2, 4
+	}
 	s.inbox = append(s.inbox, p)
 	s.posts.Store(int64(len(s.inbox)))
 }
