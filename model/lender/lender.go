@@ -189,6 +189,11 @@ type Lender struct {
 	dataSlab slab.Of[[]byte]
 	byteSlab slab.Of[byte] // marked rows' data (keepSlot)
 	markSlab slab.Of[marking]
+
+	// The storage of free and of a few arenas, in the lender's own
+	// allocation.
+	freeInl   [8]slotAt
+	arenasInl [4]*arena.Arena
 }
 
 // New creates one arena per spec, all slots at the lender, and takes the
@@ -203,8 +208,11 @@ func NewWithArenas(opts arena.Options, specs ...Spec) (*Lender, error) {
 	clock := opts.Clock
 	// The lists and the loans map start at about what a run of the engine
 	// needs (a view has at most 8 rows): they do not grow from nothing.
-	l := &Lender{clock: clock, loans: make(map[Attempt]*Loan, 32), held: true,
-		arenas: make([]*arena.Arena, 0, len(specs)), all: make([]*Loan, 0, 32), free: make([]slotAt, 0, 8)}
+	l := &Lender{clock: clock, loans: make(map[Attempt]*Loan, 32), held: true, all: make([]*Loan, 0, 32)}
+	l.free, l.arenas = l.freeInl[:0], l.arenasInl[:0]
+	if len(specs) > len(l.arenasInl) {
+		l.arenas = make([]*arena.Arena, 0, len(specs))
+	}
 	for _, s := range specs {
 		switch {
 		case s.Label == "" || l.Arena(s.Label) != nil:
