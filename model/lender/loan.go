@@ -18,7 +18,7 @@ func (l *Lender) Lend(n int) (*Loan, error) {
 	// allocates nothing.
 	l.free = l.free[:0]
 	for ai, a := range l.arenas {
-		for s, slots := 0, a.Region().Slots; s < slots && len(l.free) < n; s++ {
+		for s, slots := a.FirstFree(), a.Region().Slots; s < slots && len(l.free) < n; s++ {
 			if a.State(s) == arena.AtLender {
 				l.free = append(l.free, slotAt{int32(ai), int32(s)})
 			}
@@ -28,8 +28,8 @@ func (l *Lender) Lend(n int) (*Loan, error) {
 		return nil, &noSlotsError{n, len(l.free)}
 	}
 	l.nextLoan++
-	ln := l.loanSlab.New()
-	*ln = Loan{l: l, id: l.nextLoan, state: Lent}
+	ln := l.loanSlab.New() // zeroed: set only what a new loan holds
+	ln.l, ln.id, ln.state = l, l.nextLoan, Lent
 	if n <= len(ln.inl) {
 		ln.slots = ln.inl[:n:n]
 	} else {

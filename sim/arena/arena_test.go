@@ -100,3 +100,26 @@ func TestEachIsPerSlot(t *testing.T) {
 	}()
 	a.LendEach(8, 0, 0)
 }
+
+func TestFirstFree(t *testing.T) {
+	a := New("r0", 5, 4, Options{})
+	step := func(what string, do func(), want int) {
+		t.Helper()
+		do()
+		if got := a.FirstFree(); got != want {
+			t.Fatalf("after %s: FirstFree %d, want %d (repro: go test ./sim/arena -run TestFirstFree)", what, got, want)
+		}
+		for s := range want {
+			if a.State(s) == AtLender {
+				t.Fatalf("after %s: slot %d below FirstFree %d is at the lender (repro: go test ./sim/arena -run TestFirstFree)", what, s, want)
+			}
+		}
+	}
+	step("lend 1, 3", func() { a.LendEach(1, 1, 3) }, 0)
+	step("lend 0", func() { a.Lend(0, 2) }, 2)
+	step("lend 2", func() { a.Lend(2, 3) }, 4)
+	step("retain 2", func() { a.Retain(2) }, 4)
+	step("release 3", func() { a.Release(3) }, 3)
+	step("release 1, 0", func() { a.ReleaseEach(1, 0) }, 0)
+	step("lend 0, 1, 3, 4", func() { a.LendEach(4, 0, 1, 3, 4) }, 5)
+}
