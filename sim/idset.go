@@ -17,8 +17,11 @@ func (s *idSet) has(id uint64) bool {
 // add inserts id (a member stays one).
 func (s *idSet) add(id uint64) {
 	w := id >> 6
-	for uint64(len(s.words)) <= w {
-		s.words = append(s.words, 0)
+	if uint64(len(s.words)) <= w {
+		// At least double, from 16 words (1,024 ids, a short run's
+		// events): not a word at a time through append's small sizes.
+		n := max(int(w)+1, 2*len(s.words), 16)
+		s.words = append(s.words, make([]uint64, n-len(s.words))...)
 	}
 	if b := uint64(1) << (id & 63); s.words[w]&b == 0 {
 		s.words[w] |= b

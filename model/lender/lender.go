@@ -29,6 +29,7 @@ package lender
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/storesim/storesim/backend"
@@ -171,7 +172,6 @@ type Stats struct {
 type Lender struct {
 	clock      sim.Clock
 	arenas     []*arena.Arena
-	byLabel    map[string]*arena.Arena
 	nextLoan   uint64
 	loans      map[Attempt]*Loan
 	all        []*Loan
@@ -180,6 +180,7 @@ type Lender struct {
 	stats      Stats
 
 	free     []slotAt // Lend's scratch: the free slots found
+	run      [8]int32 // eachRegion's scratch: one region's slots (a view has at most 8)
 	unbound  []error  // View's ErrUnbound per region, made on first use
 	loanSlab slab.Of[Loan]
 	slotSlab slab.Of[slotAt] // the slots of loans larger than Loan.inl
@@ -188,6 +189,11 @@ type Lender struct {
 	dataSlab slab.Of[[]byte]
 	byteSlab slab.Of[byte] // marked rows' data (keepSlot)
 	markSlab slab.Of[marking]
+
+	// The storage of free and of a few arenas, in the lender's own
+	// allocation.
+	freeInl   [8]slotAt
+	arenasInl [4]*arena.Arena
 }
 
 // New creates one arena per spec, all slots at the lender, and takes the
@@ -202,18 +208,20 @@ func NewWithArenas(opts arena.Options, specs ...Spec) (*Lender, error) {
 	clock := opts.Clock
 	// The lists and the loans map start at about what a run of the engine
 	// needs (a view has at most 8 rows): they do not grow from nothing.
-	l := &Lender{clock: clock, byLabel: map[string]*arena.Arena{}, loans: make(map[Attempt]*Loan, 32), held: true,
-		arenas: make([]*arena.Arena, 0, len(specs)), all: make([]*Loan, 0, 32), free: make([]slotAt, 0, 8)}
+	l := &Lender{clock: clock, loans: make(map[Attempt]*Loan, 32), held: true, all: make([]*Loan, 0, 32)}
+	l.free, l.arenas = l.freeInl[:0], l.arenasInl[:0]
+	if len(specs) > len(l.arenasInl) {
+		l.arenas = make([]*arena.Arena, 0, len(specs))
+	}
 	for _, s := range specs {
 		switch {
-		case s.Label == "" || l.byLabel[s.Label] != nil:
+		case s.Label == "" || l.Arena(s.Label) != nil:
 			return nil, fmt.Errorf("%w: label %q empty or used twice", ErrBadSpec, s.Label)
 		case s.Slots <= 0 || s.SlotBytes <= 0:
 			return nil, fmt.Errorf("%w: region %q: %d slots of %d bytes", ErrBadSpec, s.Label, s.Slots, s.SlotBytes)
 		}
 		a := arena.New(s.Label, s.Slots, s.SlotBytes, opts)
 		l.arenas = append(l.arenas, a)
-		l.byLabel[s.Label] = a
 	}
 	return l, nil
 }
@@ -227,8 +235,18 @@ func (l *Lender) Regions() []drivers.Region {
 	return out
 }
 
-// Arena returns the arena of a region.
-func (l *Lender) Arena(label string) *arena.Arena { return l.byLabel[label] }
+// Arena returns the arena of a region, or nil.
+//
+// A lender has a few regions: a scan finds one faster than a map's hash,
+// and saves building the map per lender.
+func (l *Lender) Arena(label string) *arena.Arena {
+	for _, a := range l.arenas {
+		if a.Label() == label {
+			return a
+		}
+	}
+	return nil
+}
 
 // Arenas lists the arenas, in spec order.
 func (l *Lender) Arenas() []*arena.Arena { return append([]*arena.Arena(nil), l.arenas...) }
@@ -238,7 +256,7 @@ func (l *Lender) LoanOf(a Attempt) *Loan { return l.loans[a] }
 
 // LoanAt is the loan slot ref is lent to now, or nil.
 func (l *Lender) LoanAt(ref SlotRef) *Loan {
-	a := l.byLabel[ref.Region]
+	a := l.Arena(ref.Region)
 	if a == nil || ref.Slot < 0 || ref.Slot >= a.Region().Slots {
 		return nil
 	}
@@ -290,11 +308,12 @@ func ArenaViolations(a *arena.Arena) []rules.Violation {
 }
 
 // noSlotsError is fmt.Errorf("%w: want %d, have %d", ErrNoSlots, want,
-// have): a loan that does not fit is normal work, its text is for reports.
+// have): a loan that does not fit is normal work, its text is for reports
+// (the engine keeps it: it is built without fmt's parsing).
 type noSlotsError struct{ want, have int }
 
 func (e *noSlotsError) Error() string {
-	return fmt.Sprintf("%v: want %d, have %d", ErrNoSlots, e.want, e.have)
+	return ErrNoSlots.Error() + ": want " + strconv.Itoa(e.want) + ", have " + strconv.Itoa(e.have)
 }
 
 func (e *noSlotsError) Unwrap() error { return ErrNoSlots }

@@ -146,6 +146,10 @@ type Arena struct {
 	vseen      map[violationKey]bool
 	dropped    int          // touches beyond MaxLog, violations beyond MaxViolations
 	sh         *sharedState // nil: Go heap memory (shared.go)
+	// firstFree is FirstFree (written under mu, read without it like a
+	// slot's state): the lender's search for free slots skips the lent
+	// ones below it.
+	firstFree atomic.Int32
 
 	// A small arena (a probe's: a few slots of tens of bytes) keeps its
 	// slots and bytes inline: one allocation instead of three.
@@ -166,7 +170,8 @@ const (
 )
 
 // slotInfo is one slot's ownership. The state is written under mu but read
-// by State without it: the lender scans every slot's state at each loan.
+// by State without it: the lender scans the slots' states (from FirstFree)
+// at each loan.
 type slotInfo struct {
 	owner uint64        // guarded by mu
 	state atomic.Uint32 // a SlotState
@@ -331,20 +336,59 @@ func (a *Arena) Registered() bool {
 func (a *Arena) Lend(slot int, attempt uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.lendLocked(slot, attempt)
+}
+
+// LendEach is Lend of each of slots to attempt, under one lock: a loan's
+// slots in one region cost one round trip.
+func (a *Arena) LendEach(attempt uint64, slots ...int32) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, slot := range slots {
+		a.lendLocked(int(slot), attempt)
+	}
+}
+
+func (a *Arena) lendLocked(slot int, attempt uint64) {
 	if st := a.slots[slot].State(); st != AtLender {
 		panic(fmt.Sprintf("arena %s: lend of slot %d in state %s", a.label, slot, st))
 	}
 	a.slots[slot].set(Lent, attempt)
+	if f := int(a.firstFree.Load()); slot == f {
+		for f++; f < len(a.slots) && a.slots[f].State() != AtLender; f++ {
+		}
+		a.firstFree.Store(int32(f))
+	}
 }
+
+// FirstFree is the lowest slot that may be at the lender (none below it
+// is; the slot count when none is): where a search for free slots starts.
+func (a *Arena) FirstFree() int { return int(a.firstFree.Load()) }
 
 // Release takes slot back and poisons it (S-RELEASE).
 func (a *Arena) Release(slot int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.releaseLocked(slot)
+}
+
+// ReleaseEach is Release of each of slots, under one lock.
+func (a *Arena) ReleaseEach(slots ...int32) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, slot := range slots {
+		a.releaseLocked(int(slot))
+	}
+}
+
+func (a *Arena) releaseLocked(slot int) {
 	if a.sh != nil {
 		a.checkLocked(slot)
 	}
 	a.slots[slot].set(AtLender, 0)
+	if int32(slot) < a.firstFree.Load() {
+		a.firstFree.Store(int32(slot))
+	}
 	b := a.buf[slot*a.slotBytes : (slot+1)*a.slotBytes]
 	for i := range b {
 		b[i] = Poison

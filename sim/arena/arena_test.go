@@ -77,3 +77,49 @@ func TestGeometryOverlap(t *testing.T) {
 		t.Fatalf("same arena twice accepted (repro: go test ./sim/arena -run TestGeometryOverlap)")
 	}
 }
+
+func TestEachIsPerSlot(t *testing.T) {
+	a := New("r0", 4, 4, Options{})
+	a.LendEach(7, 1, 3)
+	for s, want := range []SlotState{AtLender, Lent, AtLender, Lent} {
+		if a.State(s) != want || (want == Lent) != (a.Owner(s) == 7) {
+			t.Fatalf("slot %d: %v owned by %d after LendEach(7, 1, 3) (repro: go test ./sim/arena -run TestEachIsPerSlot)", s, a.State(s), a.Owner(s))
+		}
+	}
+	a.Fill(1, []byte("abcd"))
+	a.ReleaseEach(1, 3)
+	for s := range 4 {
+		if a.State(s) != AtLender || a.Owner(s) != 0 || (s%2 == 1) != bytes.Equal(a.Peek(s), bytes.Repeat([]byte{Poison}, 4)) {
+			t.Fatalf("slot %d: %v owned by %d holding %q after ReleaseEach(1, 3) (repro: go test ./sim/arena -run TestEachIsPerSlot)", s, a.State(s), a.Owner(s), a.Peek(s))
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatalf("LendEach of a lent slot did not panic (repro: go test ./sim/arena -run TestEachIsPerSlot)")
+		}
+	}()
+	a.LendEach(8, 0, 0)
+}
+
+func TestFirstFree(t *testing.T) {
+	a := New("r0", 5, 4, Options{})
+	step := func(what string, do func(), want int) {
+		t.Helper()
+		do()
+		if got := a.FirstFree(); got != want {
+			t.Fatalf("after %s: FirstFree %d, want %d (repro: go test ./sim/arena -run TestFirstFree)", what, got, want)
+		}
+		for s := range want {
+			if a.State(s) == AtLender {
+				t.Fatalf("after %s: slot %d below FirstFree %d is at the lender (repro: go test ./sim/arena -run TestFirstFree)", what, s, want)
+			}
+		}
+	}
+	step("lend 1, 3", func() { a.LendEach(1, 1, 3) }, 0)
+	step("lend 0", func() { a.Lend(0, 2) }, 2)
+	step("lend 2", func() { a.Lend(2, 3) }, 4)
+	step("retain 2", func() { a.Retain(2) }, 4)
+	step("release 3", func() { a.Release(3) }, 3)
+	step("release 1, 0", func() { a.ReleaseEach(1, 0) }, 0)
+	step("lend 0, 1, 3, 4", func() { a.LendEach(4, 0, 1, 3, 4) }, 5)
+}
