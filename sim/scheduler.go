@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 )
 
 // Options configures a [Scheduler].
@@ -117,7 +116,6 @@ type posted struct {
 }
 
 type waker struct {
-	fv     funcval // the memory of the func WakeRun returns (triggerFunc)
 	s      *Scheduler
 	label  string
 	r      Runner
@@ -248,34 +246,7 @@ func (s *Scheduler) WakeRun(label string, r Runner) func() {
 	s.spareWakers = s.spareWakers[1:]
 	s.mu.Unlock()
 	*w = waker{s: s, label: label, r: r, src: -1}
-	return w.triggerFunc()
-}
-
-// funcval is what a func value points to in the gc toolchain: the code,
-// then the variables the closure captured. A closure that captures only a
-// *waker (bindTrigger's) is one, so a funcval inside a waker, naming its
-// own waker, makes the func WakeRun returns without allocating it: a
-// method value w.trigger would cost one allocation per WakeRun (per
-// driver call), about a tenth of a run's allocations.
-// TestWakeRunTriggers proves the layout.
-type funcval struct {
-	code uintptr
-	w    *waker
-}
-
-func bindTrigger(w *waker) func() { return func() { w.trigger() } }
-
-// triggerCode is the code of bindTrigger's closure.
-var triggerCode = func() uintptr {
-	f := bindTrigger(nil)
-	return **(**uintptr)(unsafe.Pointer(&f))
-}()
-
-// triggerFunc is bindTrigger(w), made in w itself.
-func (w *waker) triggerFunc() func() {
-	w.fv = funcval{code: triggerCode, w: w}
-	fv := &w.fv
-	return *(*func())(unsafe.Pointer(&fv))
+	return w.trigger
 }
 
 // trigger posts the waker's delivery: the func WakeRun returns.

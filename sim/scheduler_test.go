@@ -142,35 +142,3 @@ func TestHangReported(t *testing.T) {
 		t.Fatalf("livelock: got %v, want ErrStepLimit (repro: go test ./sim -run TestHangReported)", err)
 	}
 }
-
-type countRunner struct{ n *int }
-
-func (r countRunner) Run() { *r.n++ }
-
-// TestWakeRunTriggers proves the funcs WakeRun makes in its wakers
-// (triggerFunc): each triggers its own waker, across chunks, and making
-// one allocates nothing beyond the chunk.
-func TestWakeRunTriggers(t *testing.T) {
-	s := New(Options{Seed: 3})
-	const n = 70 // more than two chunks of wakers
-	runs := make([]int, n)
-	triggers := make([]func(), n)
-	for i := range triggers {
-		triggers[i] = s.WakeRun("w", countRunner{&runs[i]})
-	}
-	for i := range triggers {
-		for range i % 3 {
-			triggers[i]()
-			s.RunUntilIdle(0)
-		}
-	}
-	for i, got := range runs {
-		if got != i%3 {
-			t.Fatalf("waker %d ran %d times for %d triggers (repro: go test ./sim -run TestWakeRunTriggers)", i, got, i%3)
-		}
-	}
-	r := countRunner{new(int)}
-	if a := testing.AllocsPerRun(320, func() { s.WakeRun("w", r) }); a > 1.0/16 {
-		t.Fatalf("WakeRun allocates %v per call, want one chunk per 32 (repro: go test ./sim -run TestWakeRunTriggers)", a)
-	}
-}
