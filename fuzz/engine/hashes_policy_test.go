@@ -2,9 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/storesim/storesim/sim"
@@ -34,33 +31,5 @@ func policyHashLines() []string {
 // (testdata/hashes-policies.txt; -update-hashes rewrites it, under the same
 // rule: never for an optimisation).
 func TestPolicyHashesStable(t *testing.T) {
-	const repro = "go test ./fuzz/engine -run TestPolicyHashesStable"
-	path := filepath.Join("testdata", "hashes-policies.txt")
-	got := policyHashLines()
-	if *updateHashes {
-		if err := os.WriteFile(path, []byte(strings.Join(got, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (write it with: %s -update-hashes)", err, repro)
-	}
-	want := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	if len(want) != len(got) {
-		t.Fatalf("%s has %d lines, the runs give %d (repro: %s)", path, len(want), len(got), repro)
-	}
-	bad := 0
-	for i := range got {
-		if got[i] != want[i] {
-			if bad < 5 {
-				t.Errorf("policy seed hash verdict steps:\n\twant %s\n\tgot  %s", want[i], got[i])
-			}
-			bad++
-		}
-	}
-	if bad > 0 {
-		t.Fatalf("%d of %d seeds changed their trace (repro: %s; rewrite with -update-hashes only when the runs are meant to change)", bad, len(got), repro)
-	}
+	compareHashFile(t, "hashes-policies.txt", policyHashLines(), "go test ./fuzz/engine -run TestPolicyHashesStable")
 }

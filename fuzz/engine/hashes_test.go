@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"os"
@@ -48,33 +47,33 @@ func hashLines() []string {
 // change the runs (a new fault kind, a new workload op) rewrites the file with
 // -update-hashes and says so in its commit; an optimisation never does.
 func TestHashesStable(t *testing.T) {
-	const repro = "go test ./fuzz/engine -run TestHashesStable"
-	path := filepath.Join("testdata", "hashes.txt")
-	got := hashLines()
+	compareHashFile(t, "hashes.txt", hashLines(), "go test ./fuzz/engine -run TestHashesStable")
+}
+
+// compareHashFile compares got, line by line, with testdata/name, or
+// rewrites the file with -update-hashes.
+func compareHashFile(t *testing.T, name string, got []string, repro string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
 	if *updateHashes {
 		if err := os.WriteFile(path, []byte(strings.Join(got, "\n")+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("%v (write it with: %s -update-hashes)", err, repro)
 	}
-	defer f.Close()
-	var want []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		want = append(want, sc.Text())
-	}
+	want := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 	if len(want) != len(got) {
-		t.Fatalf("testdata/hashes.txt has %d lines, the hash sets give %d (repro: %s; rewrite with -update-hashes only when the runs are meant to change)", len(want), len(got), repro)
+		t.Fatalf("%s has %d lines, the runs give %d (repro: %s; rewrite with -update-hashes only when the runs are meant to change)", path, len(want), len(got), repro)
 	}
 	bad := 0
 	for i := range got {
 		if got[i] != want[i] {
 			if bad < 5 {
-				t.Errorf("profile driver seed hash verdict steps:\n\twant %s\n\tgot  %s", want[i], got[i])
+				t.Errorf("seed hash verdict steps:\n\twant %s\n\tgot  %s", want[i], got[i])
 			}
 			bad++
 		}
