@@ -33,7 +33,7 @@ func (b *Backend) admit(dir drivers.Direction, v drivers.View) (*Attempt, error)
 		return nil, err
 	}
 	if reason := b.unregistered(active); reason != nil {
-		a := b.newAttempt(dir, v, nil)
+		a := b.newAttempt(dir, v, active, nil)
 		b.commit(a, Failed, reason)
 		b.settle(a)
 		return a, nil
@@ -43,7 +43,7 @@ func (b *Backend) admit(dir drivers.Direction, v drivers.View) (*Attempt, error)
 		b.stats.Rejected++
 		return nil, err
 	}
-	a := b.newAttempt(dir, v, b.cuts)
+	a := b.newAttempt(dir, v, active, b.cuts)
 	b.settle(a) // an empty view is Delivered(nothing) with access ENDED here
 	b.pump()
 	return a, nil
@@ -125,15 +125,22 @@ func (b *Backend) room(n int) error {
 	return nil
 }
 
-func (b *Backend) newAttempt(dir drivers.Direction, v drivers.View, cuts [][]drivers.Row) *Attempt {
+// newAttempt makes the attempt of v, whose masked-in rows are active (a
+// copy checkView made) and cut into cuts. A view with every row masked in
+// keeps active as its rows: the same rows in the same order, never written.
+func (b *Backend) newAttempt(dir drivers.Direction, v drivers.View, active []drivers.Row, cuts [][]drivers.Row) *Attempt {
 	b.nextAttempt++
 	b.stats.Attempts++
 	n := len(v.Rows)
 	bits := b.mem.bools.Make(n + len(v.Mask)) // acc, then the mask's copy
+	rows := active
+	if len(active) != n {
+		rows = b.mem.cloneRows(v.Rows)
+	}
 	a := b.mem.attempts.New()
 	*a = Attempt{
 		b: b, id: b.nextAttempt, dir: dir,
-		rows: b.mem.cloneRows(v.Rows),
+		rows: rows,
 		acc:  bits[:n:n],
 	}
 	if v.Mask != nil {
