@@ -249,6 +249,7 @@ type run struct {
 	byEp  map[string]*Endpoint
 	ops   []*opState
 	fill  []byte            // publish content, reused (Lender.Fill copies it)
+	view  drivers.View      // the ops' views, reused (Lender.ViewInto)
 	found []rules.Violation // what the harness itself found (a lender refusing a loan back)
 	// attempts and attemptNotes follow every attempt for the timeline
 	// (attempt.go): outcome, access and the lender's release, as notes.
@@ -430,7 +431,10 @@ func (r *run) submit(i int, st *opState) {
 			ep.Lender.Fill(loan, row, r.fill) // Fill copies: r.fill is reused
 		}
 	}
-	v, err := loan.View(ep.Backend, st.op.Keys, st.op.Mask)
+	v, err := loan.ViewInto(r.view, ep.Backend, st.op.Keys, st.op.Mask)
+	if err == nil {
+		r.view = v // reused: admission copies what it keeps of a view
+	}
 	var a *backend.Attempt
 	if err == nil && st.op.Bad != "" {
 		v = ep.spoil(v, st.op.Bad)

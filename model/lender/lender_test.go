@@ -153,6 +153,42 @@ func TestReturn(t *testing.T) {
 	}
 }
 
+// TestViewInto: a buffer with room is written over, a smaller one is not
+// touched, and either view is View's.
+func TestViewInto(t *testing.T) {
+	e := newEnv(t, nil)
+	ln, err := e.l.Lend(2)
+	if err != nil {
+		t.Fatalf("Lend: %v %s", err, e.repro)
+	}
+	keys, mask := []string{"k1", "k2"}, []bool{true, false}
+	want, err := ln.View(e.b, keys, mask)
+	if err != nil {
+		t.Fatalf("View: %v %s", err, e.repro)
+	}
+	big := drivers.View{Rows: make([]drivers.Row, 1, 4), Mask: make([]bool, 0, 4)}
+	small := drivers.View{Rows: make([]drivers.Row, 1), Mask: make([]bool, 1)}
+	for _, c := range []struct {
+		name  string
+		buf   drivers.View
+		reuse bool
+	}{{"room", big, true}, {"no-room", small, false}} {
+		v, err := ln.ViewInto(c.buf, e.b, keys, mask)
+		if err != nil {
+			t.Fatalf("%s: ViewInto: %v %s", c.name, err, e.repro)
+		}
+		if !slices.Equal(v.Rows, want.Rows) || !slices.Equal(v.Mask, want.Mask) {
+			t.Fatalf("%s: ViewInto %+v, View %+v %s", c.name, v, want, e.repro)
+		}
+		if reused := &v.Rows[0] == &c.buf.Rows[0]; reused != c.reuse {
+			t.Fatalf("%s: buffer reused %v, want %v %s", c.name, reused, c.reuse, e.repro)
+		}
+	}
+	if small.Rows[0] != (drivers.Row{}) {
+		t.Fatalf("a buffer without room was written: %+v %s", small.Rows[0], e.repro)
+	}
+}
+
 // TestMarks is S-MARKS: exactly the served rows of a delivered fetch.
 func TestMarks(t *testing.T) {
 	cases := []struct {

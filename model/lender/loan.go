@@ -79,6 +79,14 @@ type Handles interface {
 // when mask is nil or mask[i]. Its rows and mask are full slices carved
 // from the lender's slabs (an append to them copies).
 func (ln *Loan) View(b Handles, keys []string, mask []bool) (drivers.View, error) {
+	return ln.ViewInto(drivers.View{}, b, keys, mask)
+}
+
+// ViewInto is View written into buf's storage when both its slices have
+// room for every row (else carved like View's): for a caller that drops
+// the view once the backend admitted it (admission copies what it keeps),
+// so one buffer serves every view.
+func (ln *Loan) ViewInto(buf drivers.View, b Handles, keys []string, mask []bool) (drivers.View, error) {
 	if len(keys) != len(ln.slots) || (mask != nil && len(mask) != len(keys)) {
 		return drivers.View{}, fmt.Errorf("%w: %d keys, %d mask bits for %d slots", ErrBadView, len(keys), len(mask), len(ln.slots))
 	}
@@ -92,7 +100,13 @@ func (ln *Loan) View(b Handles, keys []string, mask []bool) (drivers.View, error
 			return drivers.View{}, ln.l.unboundErr(r.region)
 		}
 	}
-	v := drivers.View{Rows: ln.l.rowSlab.Make(len(keys)), Mask: ln.l.flagSlab.Make(len(keys))}
+	n := len(keys)
+	var v drivers.View
+	if n > 0 && cap(buf.Rows) >= n && cap(buf.Mask) >= n {
+		v = drivers.View{Rows: buf.Rows[:n], Mask: buf.Mask[:n]}
+	} else {
+		v = drivers.View{Rows: ln.l.rowSlab.Make(n), Mask: ln.l.flagSlab.Make(n)}
+	}
 	var h drivers.Handle
 	for i, k := range keys {
 		r := ln.slots[i]
