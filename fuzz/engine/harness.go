@@ -268,8 +268,8 @@ type opState struct {
 	op      *workload.Op // the log's, read only
 	ep      *Endpoint
 	attempt *backend.Attempt
-	skipped string
-	r       *run // Run's receiver: the op's event is its state, no closure
+	skip    error // why the op was skipped (nil: it was not); formatted only for a report
+	r       *run  // Run's receiver: the op's event is its state, no closure
 	i       int
 }
 
@@ -389,6 +389,9 @@ func (r *run) schedule() {
 	}
 }
 
+// errProbesSimOnly is why a probe op is skipped in real time.
+var errProbesSimOnly = errors.New("driver probes run on the simulator only")
+
 func (r *run) do(i int, st *opState) {
 	switch st.op.Kind {
 	case workload.Publish, workload.Fetch:
@@ -401,7 +404,7 @@ func (r *run) do(i int, st *opState) {
 		r.shutdown(st.ep)
 	case workload.Probe:
 		if st.ep.probes == nil {
-			st.skipped = "driver probes run on the simulator only"
+			st.skip = errProbesSimOnly
 			return
 		}
 		st.ep.probes.start(i, st)
@@ -422,7 +425,7 @@ func (r *run) submit(i int, st *opState) {
 	ep := st.ep
 	loan, err := ep.Lender.Lend(len(st.op.Keys))
 	if err != nil {
-		st.skipped = err.Error()
+		st.skip = err
 		return
 	}
 	if st.op.Kind == workload.Publish {
@@ -447,7 +450,7 @@ func (r *run) submit(i int, st *opState) {
 		a, err = ep.Admit(dir, v)
 	}
 	if err != nil {
-		st.skipped = err.Error()
+		st.skip = err
 		if rerr := ep.Lender.Return(loan); rerr != nil {
 			r.harness(ep, rerr)
 		}

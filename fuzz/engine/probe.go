@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -250,14 +251,14 @@ type probe struct {
 }
 
 // start runs the probe op i; a probe that cannot apply (the driver lacks a
-// capability it needs, the store cannot evict) says why in skipped.
+// capability it needs, the store cannot evict) says why in skip.
 func (p *prober) start(i int, st *opState) {
 	x := &probe{p: p, op: i, kind: st.op.Probe, slot: 16, caps: p.ep.Monitor.Capabilities()}
 	if len(p.ep.Regions) > 0 && p.ep.Regions[0].SlotBytes > 0 {
 		x.slot = p.ep.Regions[0].SlotBytes
 	}
 	if why := x.run(); why != "" {
-		st.skipped = "probe " + string(x.kind) + ": " + why
+		st.skip = errors.New("probe " + string(x.kind) + ": " + why)
 	}
 }
 

@@ -109,7 +109,7 @@ func (r *run) judge(runErr error) {
 	res := r.res
 	attempts := make([]Attempt, 0, len(r.ops))
 	for i, st := range r.ops {
-		if st.skipped != "" {
+		if st.skip != nil {
 			res.Skipped++
 		}
 		a := st.attempt
@@ -147,7 +147,10 @@ func (r *run) judge(runErr error) {
 	}
 	res.Ops = make([]OpRecord, 0, len(r.ops))
 	for i, st := range r.ops {
-		rec := OpRecord{Index: i, Op: *st.op, Skipped: st.skipped, Endpoint: st.op.Endpoint}
+		rec := OpRecord{Index: i, Op: *st.op, Endpoint: st.op.Endpoint}
+		if st.skip != nil {
+			rec.Skipped = st.skip.Error()
+		}
 		if a := st.attempt; a != nil {
 			rec.Attempt, rec.Outcome, rec.Access = a.ID(), a.Outcome().String(), a.Access().String()
 		}
