@@ -82,7 +82,7 @@ func (x *probe) closeWhenEnded(h drivers.Handle, cs ...drivers.Call) {
 func (x *probe) submit(what string, b drivers.RowBatch, then func(drivers.Call)) (drivers.Call, error) {
 	p := x.p
 	pc := &probeCall{rows: len(b.Rows), then: then} // one allocation for what the wake-up reads and writes
-	wake := p.r.s.Wake("probe/"+p.ep.Name+" "+strconv.Itoa(x.op)+" "+what, pc.woken)
+	wake := p.r.s.WakeRun("probe/"+p.ep.Name+" "+strconv.Itoa(x.op)+" "+what, pc) // pc.Run: no closure
 	q := p.quiet()
 	c, err := p.d().Submit(b, wake)
 	q.restore()
@@ -96,7 +96,7 @@ func (x *probe) submit(what string, b drivers.RowBatch, then func(drivers.Call))
 	return c, nil
 }
 
-// probeCall is a probe call as its wake-up sees it.
+// probeCall is a probe call as its wake-up sees it (Run).
 type probeCall struct {
 	c        drivers.Call // nil until Submit returned it
 	finished bool
@@ -104,7 +104,7 @@ type probeCall struct {
 	then     func(drivers.Call)
 }
 
-func (pc *probeCall) woken() {
+func (pc *probeCall) Run() {
 	if pc.c == nil || pc.finished || !done(pc.c, pc.rows) {
 		return
 	}
