@@ -82,7 +82,8 @@ func (x *probe) closeWhenEnded(h drivers.Handle, cs ...drivers.Call) {
 func (x *probe) submit(what string, b drivers.RowBatch, then func(drivers.Call)) (drivers.Call, error) {
 	p := x.p
 	pc := &probeCall{rows: len(b.Rows), then: then} // one allocation for what the wake-up reads and writes
-	wake := p.r.s.WakeRun("probe/"+p.ep.Name+" "+strconv.Itoa(x.op)+" "+what, pc) // pc.Run: no closure
+	// The wake-up runs pc.Run: no closure of its own.
+	wake := p.r.s.WakeRun("probe/"+p.ep.Name+" "+strconv.Itoa(x.op)+" "+what, pc)
 	q := p.quiet()
 	c, err := p.d().Submit(b, wake)
 	q.restore()
