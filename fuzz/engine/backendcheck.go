@@ -93,6 +93,9 @@ func (c *backendCheck) Submitted(at time.Duration, id drivers.CallID, b drivers.
 	}
 	if err == nil && len(b.Rows) > 0 {
 		if ln := c.ep.Lender.LoanAt(lender.SlotRef{Region: c.labels[b.Rows[0].Handle], Slot: b.Rows[0].Slot}); ln != nil {
+			if c.calls == nil {
+				c.calls = make([]callLoan, 0, 32) // an endpoint makes a few dozen calls: not through append's 1, 2, 4
+			}
 			c.calls = append(c.calls, callLoan{id, ln})
 		}
 	}
