@@ -92,7 +92,9 @@ func (b *Backend) start(bt *batch) {
 			b.fail(a, err)
 			return
 		}
-		rows = b.afterLookup(a, rows, present)
+		if !keepsAll(a.dir, present) { // else the batch's rows, not a copy
+			rows = b.afterLookup(a, rows, present)
+		}
 	}
 	if len(rows) == 0 {
 		b.batchDone(bt)
@@ -117,6 +119,17 @@ func (b *Backend) afterLookup(a *Attempt, rows []drivers.Row, present []bool) []
 		}
 	}
 	return keep
+}
+
+// keepsAll reports whether afterLookup would keep every row: a Fetch's
+// keys all present, a Publish's all absent.
+func keepsAll(dir drivers.Direction, present []bool) bool {
+	for _, p := range present {
+		if p != (dir == drivers.Fetch) {
+			return false
+		}
+	}
+	return true
 }
 
 // lookup asks the driver whether rows' keys are present. An error or a
