@@ -279,7 +279,12 @@ func (ep *Endpoint) Shutdown(then func(labels []string)) {
 
 // AddArena adds memory outside the lender (registered by the caller with
 // the monitored driver) to what the memory oracle judges.
-func (ep *Endpoint) AddArena(a *arena.Arena) { ep.arenas = append(ep.arenas, a) }
+func (ep *Endpoint) AddArena(a *arena.Arena) {
+	if ep.arenas == nil {
+		ep.arenas = make([]*arena.Arena, 0, 8) // a run's probes add several: not through append's 1, 2, 4
+	}
+	ep.arenas = append(ep.arenas, a)
+}
 
 // Arenas is the endpoint's memory: what AddArena added, then the lender's.
 func (ep *Endpoint) Arenas() []*arena.Arena {
