@@ -65,20 +65,23 @@ func (o Outcome) String() string {
 type Attempt struct {
 	b       *Backend
 	id      uint64
-	dir     drivers.Direction
 	rows    []drivers.Row // the view's rows (all positions)
 	mask    []bool
 	batches []batch // the queue points into it
 	open    int     // batches neither done nor dropped
 
-	state  State
 	served []bool // set at Delivered
 	reason error
-	access drivers.Access
 
 	acc                     []bool // served so far, by position
 	missed, declined, raced int
-	dirty                   bool
+
+	// The small fields last, together: no padding between them (attempts
+	// come from the backend's slab).
+	dir    drivers.Direction
+	state  State
+	access drivers.Access
+	dirty  bool
 }
 
 // ID is unique per Backend, from 1.
