@@ -103,7 +103,7 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 		l.Endpoints = append(l.Endpoints, e)
 	}
 	nkeys := 4 + r.Intn(cfg.Ops/2+1)
-	g := gen{r: r, cfg: cfg, keys: nkeys, recent: make([][]time.Duration, nkeys), names: make([]string, nkeys)}
+	g := gen{r: r, cfg: cfg, keys: nkeys, views: cfg.Ops, recent: make([][]time.Duration, nkeys), names: make([]string, nkeys)}
 	// Every key's window starts with room for MaxPerKey times, all in one
 	// allocation (a repeat inside a view may still grow one past it).
 	times := make([]time.Duration, nkeys*cfg.MaxPerKey)
@@ -247,17 +247,21 @@ type gen struct {
 	recent [][]time.Duration // op times per key number, for MaxPerKey
 	names  []string          // "k<n>" per key number, made once
 
+	views    int      // views still to make, at most (one per op): slab's chunks are no larger
 	keySlab  []string // storage of the views' keys (slab)
 	maskSlab []bool
 }
 
-// slab hands out room for a view of n rows from storage shared by the
-// log's views (one allocation per 64 views, not two per view); each slice's
-// capacity ends at n, so an append to one never writes into the next.
+// slab hands out room for a view of n rows (at most 8) from storage shared
+// by the log's views (one allocation per 64 views, not two per view, and
+// room for no more views than are left to make); each slice's capacity ends
+// at n, so an append to one never writes into the next.
 func (g *gen) slab(n int) ([]string, []bool) {
 	if len(g.keySlab)+n > cap(g.keySlab) {
-		g.keySlab, g.maskSlab = make([]string, 0, 64*8), make([]bool, 0, 64*8)
+		rows := 8 * min(64, max(1, g.views))
+		g.keySlab, g.maskSlab = make([]string, 0, rows), make([]bool, 0, rows)
 	}
+	g.views--
 	i := len(g.keySlab)
 	g.keySlab, g.maskSlab = g.keySlab[:i+n], g.maskSlab[:i+n]
 	return g.keySlab[i : i : i+n], g.maskSlab[i : i : i+n]
