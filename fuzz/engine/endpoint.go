@@ -43,7 +43,12 @@ type EndpointOptions struct {
 	Caps   drivers.Capabilities
 	Faults memdriver.FaultMix
 	Seed   uint64
-	// Recorder configures the history recorder; its Seed is Seed.
+	// Ops, when known, is about how many ops the endpoint runs: the
+	// recorder, the lender and the reference model start with room for
+	// what that many need (0: for an endpoint of a 100-op run).
+	Ops int
+	// Recorder configures the history recorder; its Seed is Seed and its
+	// Ops Ops.
 	Recorder model.RecorderOptions
 	// Monitor configures the contract monitor: Truth, Injected, LockProbe,
 	// CancelBound, FullSizeMinCalls. Clock, Seed and Observers are set here.
@@ -155,7 +160,7 @@ func NewEndpoint(o EndpointOptions) (*Endpoint, error) {
 	}
 	ep := &Endpoint{Name: o.Name, opts: o}
 	ro := o.Recorder
-	ro.Seed = o.Seed
+	ro.Seed, ro.Ops = o.Seed, o.Ops
 	ep.Recorder = model.NewRecorder(ro)
 	if len(o.Memory) > 0 {
 		onTouch := ep.Recorder.OnTouch
@@ -165,6 +170,9 @@ func NewEndpoint(o EndpointOptions) (*Endpoint, error) {
 		l, err := lender.NewWithArenas(arena.Options{Clock: o.RT, OnTouch: onTouch, Shared: o.Shared}, o.Memory...)
 		if err != nil {
 			return nil, &EndpointError{ErrMemory, err}
+		}
+		if o.Ops > 0 {
+			l.Reserve(o.Ops)
 		}
 		ep.Lender, ep.Regions = l, l.Regions()
 		if o.Claim != nil {
@@ -232,7 +240,7 @@ func (ep *Endpoint) Register() error {
 		d = newLiar(d, ep.opts.Lies, sim.NewRand(sim.SubSeed(ep.opts.Seed, "liar/"+ep.Name)))
 	}
 	if ep.opts.Model && ep.opts.Sched != nil {
-		ep.Ref = refine.New(refine.Config{Endpoint: ep.Name, Clock: ep.opts.RT, Seed: ep.opts.Seed})
+		ep.Ref = refine.New(refine.Config{Endpoint: ep.Name, Clock: ep.opts.RT, Seed: ep.opts.Seed, Attempts: ep.opts.Ops})
 		d = ep.Ref.Wrap(d)
 		ref, owner := ep.Ref, cfg.OnChange
 		cfg.OnChange = func(a *backend.Attempt) { ref.Notified(a); owner(a) }

@@ -339,7 +339,8 @@ func (r *run) endpoint(spec workload.Endpoint) (*Endpoint, error) {
 	}
 	o := r.endpointOptions(spec)
 	o.RT, o.Sched, o.Store, o.Faults = r.s, r.s, r.store, mix
-	o.Recorder = model.RecorderOptions{Sequence: &r.seq, StoreLogComplete: true, Lookups: true, NoNotes: !r.notes(), Ops: r.opsOn(spec.Name)}
+	o.Recorder = model.RecorderOptions{Sequence: &r.seq, StoreLogComplete: true, Lookups: true, NoNotes: !r.notes()}
+	o.Ops = r.opsOn(spec.Name)
 	o.Backend.DrainTimeout = time.Millisecond
 	o.Model, o.Lies = !r.cfg.noModel, lies
 	if r.notes() { // only reports read what became of the attempts (Config.Lean)
@@ -357,8 +358,8 @@ func (r *run) endpoint(spec workload.Endpoint) (*Endpoint, error) {
 	return ep, err
 }
 
-// opsOn counts the log's ops on endpoint name: what its recorder presizes
-// for.
+// opsOn counts the log's ops on endpoint name: what its recorder, lender
+// and model presize for (EndpointOptions.Ops).
 func (r *run) opsOn(name string) int {
 	n := 0
 	for i := range r.log.Ops {
