@@ -262,42 +262,63 @@ var ErrBadFaultMix = errors.New("memdriver: bad fault mix")
 // are skipped. An unknown fault, a repeated fault, a malformed line or a
 // rate outside [0, 1] is an error naming the line.
 func ParseFaultMix(text string) (FaultMix, error) {
-	var m FaultMix
-	var seen [len(faultKinds)]int // the line that set each kind (0: none yet)
-	n := 0
-	for line := range strings.SplitSeq(text, "\n") {
-		n++
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		var f [3]string // strings.Fields, without its slice
-		nf := 0
-		for w := range strings.FieldsSeq(line) {
-			if nf < len(f) {
-				f[nf] = w
+	return ParseFaultLines(text)
+}
+
+// ParseFaultLines is [ParseFaultMix] of the lines joined by newlines,
+// without joining them (an op log holds an endpoint's fault lines apart).
+func ParseFaultLines(lines ...string) (FaultMix, error) {
+	var p faultParser
+	for _, text := range lines {
+		for line := range strings.SplitSeq(text, "\n") {
+			if err := p.line(line); err != nil {
+				return FaultMix{}, err
 			}
-			nf++
 		}
-		if nf != 3 || f[0] != "fault" || !strings.HasPrefix(f[2], "rate=") {
-			return FaultMix{}, fmt.Errorf("%w: line %d: %q: want \"fault <name> rate=<r>\"", ErrBadFaultMix, n, line)
-		}
-		k := lookupFault(f[1])
-		if k < 0 {
-			return FaultMix{}, fmt.Errorf("%w: line %d: unknown fault %q (known: %s)", ErrBadFaultMix, n, f[1], strings.Join(FaultNames(), " "))
-		}
-		name := faultKinds[k].name
-		if prev := seen[k]; prev != 0 {
-			return FaultMix{}, fmt.Errorf("%w: line %d: fault %s already set on line %d", ErrBadFaultMix, n, name, prev)
-		}
-		seen[k] = n
-		r, err := strconv.ParseFloat(strings.TrimPrefix(f[2], "rate="), 64)
-		if err != nil || math.IsNaN(r) || r < 0 || r > 1 {
-			return FaultMix{}, fmt.Errorf("%w: line %d: fault %s: rate %q is not a number in [0, 1]", ErrBadFaultMix, n, name, strings.TrimPrefix(f[2], "rate="))
-		}
-		*m.rate(k) = r
 	}
-	return m, nil
+	return p.m, nil
+}
+
+// faultParser reads a fault mix line by line.
+type faultParser struct {
+	m    FaultMix
+	n    int                  // lines read
+	seen [len(faultKinds)]int // the line that set each kind (0: none yet)
+}
+
+func (p *faultParser) line(line string) error {
+	p.n++
+	n := p.n
+	line = strings.TrimSpace(line)
+	if line == "" || strings.HasPrefix(line, "#") {
+		return nil
+	}
+	var f [3]string // strings.Fields, without its slice
+	nf := 0
+	for w := range strings.FieldsSeq(line) {
+		if nf < len(f) {
+			f[nf] = w
+		}
+		nf++
+	}
+	if nf != 3 || f[0] != "fault" || !strings.HasPrefix(f[2], "rate=") {
+		return fmt.Errorf("%w: line %d: %q: want \"fault <name> rate=<r>\"", ErrBadFaultMix, n, line)
+	}
+	k := lookupFault(f[1])
+	if k < 0 {
+		return fmt.Errorf("%w: line %d: unknown fault %q (known: %s)", ErrBadFaultMix, n, f[1], strings.Join(FaultNames(), " "))
+	}
+	name := faultKinds[k].name
+	if prev := p.seen[k]; prev != 0 {
+		return fmt.Errorf("%w: line %d: fault %s already set on line %d", ErrBadFaultMix, n, name, prev)
+	}
+	p.seen[k] = n
+	r, err := strconv.ParseFloat(strings.TrimPrefix(f[2], "rate="), 64)
+	if err != nil || math.IsNaN(r) || r < 0 || r > 1 {
+		return fmt.Errorf("%w: line %d: fault %s: rate %q is not a number in [0, 1]", ErrBadFaultMix, n, name, strings.TrimPrefix(f[2], "rate="))
+	}
+	*p.m.rate(k) = r
+	return nil
 }
 
 // lookupFault is the index in faultKinds of the fault named name, or -1.

@@ -25,6 +25,9 @@ func TestFaultMixRoundTrip(t *testing.T) {
 		if err != nil || got != m {
 			t.Fatalf("%s: ParseFaultMix(String()) = %+v, %v; want %+v %s", name, got, err, m, repro(t))
 		}
+		if got, err := ParseFaultLines(strings.Split(text, "\n")...); err != nil || got != m {
+			t.Fatalf("%s: ParseFaultLines(String()'s lines) = %+v, %v; want %+v %s", name, got, err, m, repro(t))
+		}
 		if err := m.Check(); err != nil {
 			t.Fatalf("%s: %v %s", name, err, repro(t))
 		}

@@ -330,7 +330,7 @@ func (r *run) endpoint(spec workload.Endpoint) (*Endpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: endpoint %s: %w", ErrBadLog, spec.Name, err)
 	}
-	mix, err := memdriver.ParseFaultMix(strings.Join(faults, "\n"))
+	mix, err := memdriver.ParseFaultLines(faults...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadLog, err)
 	}
