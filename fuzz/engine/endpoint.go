@@ -164,8 +164,8 @@ func NewEndpoint(o EndpointOptions) (*Endpoint, error) {
 	ep.Recorder = model.NewRecorder(ro)
 	if len(o.Memory) > 0 {
 		onTouch := ep.Recorder.OnTouch
-		if o.OnTouch != nil {
-			onTouch = func(t arena.Touch) { ep.Recorder.OnTouch(t); o.OnTouch(t) }
+		if then := o.OnTouch; then != nil { // not o: a closure over it would move o to the heap
+			onTouch = func(t arena.Touch) { ep.Recorder.OnTouch(t); then(t) }
 		}
 		l, err := lender.NewWithArenas(arena.Options{Clock: o.RT, OnTouch: onTouch, Shared: o.Shared}, o.Memory...)
 		if err != nil {
@@ -192,7 +192,9 @@ func NewEndpoint(o EndpointOptions) (*Endpoint, error) {
 	ep.oracles = endpointOracles(ep)
 	mo := o.Monitor
 	if o.Tune != nil {
-		o.Tune(d, &mo)
+		tuned := mo // escapes (Tune is a func value): only when there is one
+		o.Tune(d, &tuned)
+		mo = tuned
 	}
 	mo.Clock, mo.Seed = o.RT, o.Seed
 	mo.Observers = []monitor.Observer{ep.Recorder}
