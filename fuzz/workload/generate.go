@@ -82,6 +82,7 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 	// One slot size for the whole run: objects move between endpoints, and a
 	// fetch into a slot of another size is a (legal) FAULT, not a test of much.
 	slotBytes := 16 << r.Intn(3)
+	l.Endpoints = make([]Endpoint, 0, nEnd)
 	for i := range nEnd {
 		e := Endpoint{
 			Name:         string(rune('A' + i)),
@@ -92,7 +93,9 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 			Queued:       2 + r.Intn(31),
 			Unprovable:   1 + r.Intn(16),
 		}
-		for j := range 1 + r.Intn(3) {
+		nReg := 1 + r.Intn(3)
+		e.Regions = make([]RegionSpec, 0, nReg)
+		for j := range nReg {
 			e.Regions = append(e.Regions, RegionSpec{
 				Label: e.Name + strconv.Itoa(j), Slots: 16 + r.Intn(33), SlotBytes: slotBytes,
 			})
