@@ -80,6 +80,13 @@ type Model struct {
 
 	found []rules.Violation
 	seen  map[string]bool // rule+attempt already reported (nil until the first)
+
+	// first is the lists' first storage, in the model's own allocation.
+	first struct {
+		attempts, live [16]*attempt
+		calls          [16]*call
+		queue          [8]*batch
+	}
 }
 
 type binding struct {
@@ -179,8 +186,9 @@ func New(cfg Config) *Model {
 	if cfg.Attempts > 0 {
 		n = min(cfg.Attempts, 64)
 	}
-	return &Model{cfg: cfg, byView: make(map[AttemptView]*attempt, n),
-		attempts: make([]*attempt, 0, 16), live: make([]*attempt, 0, 16), calls: make([]*call, 0, 16), queue: make([]*batch, 0, 8)}
+	m := &Model{cfg: cfg, byView: make(map[AttemptView]*attempt, n)}
+	m.attempts, m.live, m.calls, m.queue = m.first.attempts[:0], m.first.live[:0], m.first.calls[:0], m.first.queue[:0]
+	return m
 }
 
 // SetBackend gives the model the backend's effective configuration, the
