@@ -197,7 +197,8 @@ func NewEndpoint(o EndpointOptions) (*Endpoint, error) {
 		mo = tuned
 	}
 	mo.Clock, mo.Seed = o.RT, o.Seed
-	mo.Observers = []monitor.Observer{ep.Recorder}
+	mo.Observers = make([]monitor.Observer, 1, 1+len(ep.oracles)+len(o.Observers))
+	mo.Observers[0] = ep.Recorder
 	for _, or := range ep.oracles {
 		if _, blind := or.(blindOracle); !blind {
 			mo.Observers = append(mo.Observers, or)
