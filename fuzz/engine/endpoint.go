@@ -294,9 +294,12 @@ func (ep *Endpoint) AddArena(a *arena.Arena) { ep.arenas = append(ep.arenas, a) 
 
 // Arenas is the endpoint's memory: what AddArena added, then the lender's.
 func (ep *Endpoint) Arenas() []*arena.Arena {
-	out := append([]*arena.Arena(nil), ep.arenas...)
+	var lent []*arena.Arena // a copy already
 	if ep.Lender != nil {
-		out = append(out, ep.Lender.Arenas()...)
+		lent = ep.Lender.Arenas()
 	}
-	return out
+	if len(ep.arenas) == 0 {
+		return lent
+	}
+	return append(append(make([]*arena.Arena, 0, len(ep.arenas)+len(lent)), ep.arenas...), lent...)
 }
