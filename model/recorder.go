@@ -125,11 +125,12 @@ func NewRecorder(opts RecorderOptions) *Recorder {
 	if opts.Ops > 0 {
 		ops = max(opts.Ops, 4)
 	}
+	calls := make([]*callRec, 2*ops) // the call index's and order's room, in one array
 	r := &Recorder{
 		opts: opts, peek: opts.Peek,
-		calls:   callIndex{dense: make([]*callRec, 0, ops)},
+		calls:   callIndex{dense: calls[:0:ops]},
 		regList: make([]registered, 0, 8),
-		order:   make([]*callRec, 0, ops),
+		order:   calls[ops:ops],
 		extra:   make([]extraOp, 0, ops*3/2),
 		touches: make([]stampedTouch, 0, ops),
 	}
