@@ -164,7 +164,6 @@ func Wrap(d drivers.Driver, opts Options) *Monitor {
 	m := &Monitor{
 		d: d, opts: opts, caps: d.Capabilities(),
 		regs: map[drivers.Handle]*regRec{},
-		seen: map[vkey]bool{},
 	}
 	m.regList = m.regsInl[:0]
 	m.order, m.open, m.scratch = m.callsInl[:0:16], m.callsInl[16:16:32], m.callsInl[32:32:48]
@@ -254,6 +253,9 @@ func (m *Monitor) violateLocked(v rules.Violation) {
 	k := vkey{v.Rule, v.Call, v.Row, v.Key, v.Region}
 	if m.seen[k] {
 		return
+	}
+	if m.seen == nil { // made at the first violation: most runs have none
+		m.seen = map[vkey]bool{}
 	}
 	m.seen[k] = true
 	v.Class, v.At, v.Seed = rules.Contract, m.now(), m.opts.Seed
