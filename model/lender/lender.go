@@ -228,7 +228,8 @@ func NewWithArenas(opts arena.Options, specs ...Spec) (*Lender, error) {
 // Reserve makes room for about n loans, before the first: the list of
 // loans and the map by attempt then do not grow from nothing. Without it
 // the first loan makes room for 32, about what an endpoint of a 100-op run
-// of the engine lends. Once a loan is lent Reserve does nothing.
+// of the engine lends. Only the first Reserve before the first loan
+// counts: once room is made, Reserve does nothing.
 func (l *Lender) Reserve(n int) {
 	if l.all == nil {
 		n = max(n, 1)
