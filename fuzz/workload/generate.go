@@ -106,7 +106,7 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 		l.Endpoints = append(l.Endpoints, e)
 	}
 	nkeys := 4 + r.Intn(cfg.Ops/2+1)
-	g := gen{r: r, cfg: cfg, keys: nkeys, views: cfg.Ops, recent: make([][]time.Duration, nkeys), names: make([]string, nkeys)}
+	g := gen{r: r, cfg: cfg, keys: nkeys, views: cfg.Ops, recent: make([][]time.Duration, nkeys)}
 	// Every key's window starts with room for MaxPerKey times, all in one
 	// allocation (a repeat inside a view may still grow one past it).
 	times := make([]time.Duration, nkeys*cfg.MaxPerKey)
@@ -130,14 +130,16 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 	for i := 0; i < cfg.Ops; i++ {
 		if len(rowOps) > 0 && rare.Chance(0.05) {
 			last := l.Ops[rowOps[len(rowOps)-1]].Endpoint
-			q := Op{At: at, Kind: Quiesce, Endpoint: last, Targets: make([]int, 0, 3)}
-			for j := len(rowOps) - 1; j >= 0 && len(q.Targets) < 3; j-- {
+			var targets [3]int
+			n := 0
+			for j := len(rowOps) - 1; j >= 0 && n < len(targets); j-- {
 				if l.Ops[rowOps[j]].Endpoint == last && rare.Chance(0.7) {
-					q.Targets = append(q.Targets, rowOps[j])
+					targets[n] = rowOps[j]
+					n++
 				}
 			}
-			if len(q.Targets) > 0 {
-				l.Ops = append(l.Ops, q)
+			if n > 0 {
+				l.Ops = append(l.Ops, Op{At: at, Kind: Quiesce, Endpoint: last, Targets: g.ints(targets[:n])})
 			}
 		}
 		at += time.Duration(r.Intn(21)) * time.Microsecond
@@ -248,12 +250,22 @@ type gen struct {
 	cfg    GenConfig
 	keys   int
 	recent [][]time.Duration // op times per key number, for MaxPerKey
-	names  []string          // "k<n>" per key number, made once
+	names  []string          // "k<n>" per key number past keyNames, made once (nil until one is)
 
 	views    int      // views still to make, at most (one per op): slab's chunks are no larger
 	keySlab  []string // storage of the views' keys (slab)
 	maskSlab []bool
+	intSlab  []int // storage of the Quiesce ops' targets (ints)
 }
+
+// keyNames are the first key names, made once for every log: most logs
+// have fewer keys.
+var keyNames = func() (names [64]string) {
+	for i := range names {
+		names[i] = "k" + strconv.Itoa(i)
+	}
+	return names
+}()
 
 // slab hands out room for a view of n rows (at most 8) from storage shared
 // by the log's views (one allocation per 64 views, not two per view, and
@@ -270,7 +282,24 @@ func (g *gen) slab(n int) ([]string, []bool) {
 	return g.keySlab[i : i : i+n], g.maskSlab[i : i : i+n]
 }
 
+// ints copies v into storage shared by the log's Quiesce ops; the copy's
+// capacity ends at its length.
+func (g *gen) ints(v []int) []int {
+	if len(g.intSlab)+len(v) > cap(g.intSlab) {
+		g.intSlab = make([]int, 0, max(48, len(v)))
+	}
+	i := len(g.intSlab)
+	g.intSlab = append(g.intSlab, v...)
+	return g.intSlab[i : i+len(v) : i+len(v)]
+}
+
 func (g *gen) name(i int) string {
+	if i < len(keyNames) {
+		return keyNames[i]
+	}
+	if g.names == nil {
+		g.names = make([]string, g.keys)
+	}
 	if g.names[i] == "" {
 		g.names[i] = "k" + strconv.Itoa(i)
 	}
@@ -295,7 +324,7 @@ func (g *gen) view(at time.Duration) ([]string, []bool) {
 		g.recent[k] = append(g.recent[k], at)
 	}
 	if len(keys) == 0 { // every key is busy: a view of one masked-out row
-		return []string{"k0"}, []bool{false}
+		keys, mask = append(keys, "k0"), append(mask, false)
 	}
 	return keys, mask
 }
