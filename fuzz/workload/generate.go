@@ -50,6 +50,25 @@ func (c GenConfig) withDefaults() GenConfig {
 	return c
 }
 
+// A generated workload has up to maxEndpoints endpoints ("A", "B", ...),
+// each with up to maxRegions regions ("A0", "A1", ...).
+const maxEndpoints, maxRegions = 3, 3
+
+// genNames are the endpoint names and region labels Generate gives, made
+// once for every log (strings, never written).
+var genNames = func() (names [maxEndpoints]struct {
+	endpoint string
+	regions  [maxRegions]string
+}) {
+	for i := range names {
+		names[i].endpoint = string(rune('A' + i))
+		for j := range names[i].regions {
+			names[i].regions[j] = names[i].endpoint + strconv.Itoa(j)
+		}
+	}
+	return names
+}()
+
 // Mixed is the GenConfig.Driver that draws every endpoint's driver from
 // the seed.
 const Mixed = "mixed"
@@ -78,26 +97,26 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 	if cfg.Evicting {
 		l.Store = "evicting"
 	}
-	nEnd := 1 + r.Intn(3)
+	nEnd := 1 + r.Intn(maxEndpoints)
 	// One slot size for the whole run: objects move between endpoints, and a
 	// fetch into a slot of another size is a (legal) FAULT, not a test of much.
 	slotBytes := 16 << r.Intn(3)
 	l.Endpoints = make([]Endpoint, 0, nEnd)
 	for i := range nEnd {
 		e := Endpoint{
-			Name:         string(rune('A' + i)),
-			Driver:       endpointDriver(seed, cfg.Driver, string(rune('A'+i))),
+			Name:         genNames[i].endpoint,
+			Driver:       endpointDriver(seed, cfg.Driver, genNames[i].endpoint),
 			MaxRows:      1 + r.Intn(6),
 			AbsentIsMiss: r.Chance(0.6),
 			InFlight:     1 + r.Intn(6),
 			Queued:       2 + r.Intn(31),
 			Unprovable:   1 + r.Intn(16),
 		}
-		nReg := 1 + r.Intn(3)
+		nReg := 1 + r.Intn(maxRegions)
 		e.Regions = make([]RegionSpec, 0, nReg)
 		for j := range nReg {
 			e.Regions = append(e.Regions, RegionSpec{
-				Label: e.Name + strconv.Itoa(j), Slots: 16 + r.Intn(33), SlotBytes: slotBytes,
+				Label: genNames[i].regions[j], Slots: 16 + r.Intn(33), SlotBytes: slotBytes,
 			})
 		}
 		if cfg.Faults != nil {
