@@ -39,7 +39,11 @@ type RecorderOptions struct {
 	// run whose report nobody prints need not keep them (the engine's Lean
 	// runs).
 	NoNotes bool
-	_       struct{}
+	// Ops, when known, is about how many ops the recorder's endpoint runs
+	// (publishes, fetches, probes): the recorder's lists start with room for
+	// what that many need. 0 means room for an endpoint of a 100-op run.
+	Ops int
+	_   struct{}
 }
 
 // Recorder is the history recorder at the driver boundary: it implements
@@ -58,10 +62,12 @@ type Recorder struct {
 	opts RecorderOptions
 	peek func(drivers.Region, int) []byte
 
-	mu       sync.Mutex
-	seq      int64
-	regions  map[drivers.Handle]int32 // the handle's region, by index in regList
-	regList  []drivers.Region         // every region registered, in order
+	mu  sync.Mutex
+	seq int64
+	// regList is every region registered, in order, with the handle it was
+	// registered as: a few, so a scan from the latest back finds a handle's
+	// region (regionIndex) faster than a map's hash.
+	regList  []registered
 	calls    callIndex
 	order    []*callRec
 	early    map[drivers.CallID][]earlyEvent
@@ -79,6 +85,7 @@ type Recorder struct {
 	touchSeen       map[touchKey]bool        // kinds of touch kept that callRec.touched does not mark (see OnTouch)
 	touchRegions    []string                 // the region labels touchKeys name
 	touchRegionsInl [4]string                // touchRegions' first storage
+	startingInl     [4]starting              // starting's first storage (a few batches at once)
 	lateSeen        map[drivers.Toucher]bool // a touch after the call's ENDED was kept (unless callRec.touched marks it)
 	touchDropped    int                      // distinct touches beyond MaxTouches
 	firstDropped    arena.Touch
@@ -108,19 +115,26 @@ const (
 
 // NewRecorder returns an empty recorder.
 func NewRecorder(opts RecorderOptions) *Recorder {
-	// early, starting, labels and puts are made on first use: many runs
-	// never need some of them.
-	// The lists and maps start at about what a run of the engine needs:
-	// they do not grow from nothing.
+	// early, labels and puts are made on first use: many runs never need
+	// some of them.
+	// The lists start at about what opts.Ops need, so they seldom grow: an
+	// op of the engine makes on average 3/4 of a call and of a kept touch,
+	// and 5/4 of an escaped publish or lookup (each gets room for more: they
+	// vary); a run with probes has about 7 regions.
+	ops := 48
+	if opts.Ops > 0 {
+		ops = max(opts.Ops, 4)
+	}
+	calls := make([]*callRec, 2*ops) // the call index's and order's room, in one array
 	r := &Recorder{
 		opts: opts, peek: opts.Peek,
-		regions: map[drivers.Handle]int32{},
-		calls:   callIndex{dense: make([]*callRec, 0, 64)},
-		regList: make([]drivers.Region, 0, 4),
-		order:   make([]*callRec, 0, 32),
-		extra:   make([]extraOp, 0, 64), // a run of the engine looks up about 60 keys
-		touches: make([]stampedTouch, 0, 32),
+		calls:   callIndex{dense: calls[:0:ops]},
+		regList: make([]registered, 0, 8),
+		order:   calls[ops:ops],
+		extra:   make([]extraOp, 0, ops*3/2),
+		touches: make([]stampedTouch, 0, ops),
 	}
+	r.starting = r.startingInl[:0]
 	if r.peek == nil {
 		r.peek = PeekRegion
 	}
@@ -214,8 +228,7 @@ func (r *Recorder) addNote(n Note) {
 func (r *Recorder) Registered(at time.Duration, h drivers.Handle, reg drivers.Region) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.regions[h] = int32(len(r.regList))
-	r.regList = append(r.regList, reg)
+	r.regList = append(r.regList, registered{reg, h})
 	r.notef(at, TagRegion, 0, "", func() string { return fmt.Sprintf("registered %s as handle %d", reg.Label, h) })
 }
 
@@ -282,10 +295,10 @@ func (r *Recorder) Submitted(at time.Duration, id drivers.CallID, b drivers.RowB
 	}
 	for i, row := range b.Rows {
 		ri := RowInfo{Key: row.Key, Slot: row.Slot}
-		ix, ok := r.regions[row.Handle]
+		ix, ok := r.regionIndex(row.Handle)
 		var reg drivers.Region
 		if ok {
-			reg = r.regList[ix]
+			reg = r.regList[ix].Region
 			ri.Region = reg.Label
 		}
 		switch {
@@ -338,11 +351,22 @@ func (r *Recorder) submitFailed(at time.Duration, start mark, b drivers.RowBatch
 
 // region is the region registered as h, if any.
 func (r *Recorder) region(h drivers.Handle) (drivers.Region, bool) {
-	i, ok := r.regions[h]
+	i, ok := r.regionIndex(h)
 	if !ok {
 		return drivers.Region{}, false
 	}
-	return r.regList[i], true
+	return r.regList[i].Region, true
+}
+
+// regionIndex is the index in regList of the latest region registered as
+// h, if any.
+func (r *Recorder) regionIndex(h drivers.Handle) (int32, bool) {
+	for i := len(r.regList) - 1; i >= 0; i-- {
+		if r.regList[i].h == h {
+			return int32(i), true
+		}
+	}
+	return 0, false
 }
 
 // rowRegion is the region row i of c was on at submit, if any.
@@ -350,7 +374,7 @@ func (r *Recorder) rowRegion(c *callRec, i int) (drivers.Region, bool) {
 	if c.regs[i] == noRegion {
 		return drivers.Region{}, false
 	}
-	return r.regList[c.regs[i]], true
+	return r.regList[c.regs[i]].Region, true
 }
 
 // publishDigest reads the content a publish sends; an unreadable slot gets

@@ -166,3 +166,9 @@ var accessTexts = [...]string{
 	drivers.AccessEnded:      "access ENDED",
 	drivers.AccessUnprovable: "access UNPROVABLE",
 }
+
+// registered is a region the recorder saw registered, and its handle.
+type registered struct {
+	drivers.Region
+	h drivers.Handle
+}

@@ -88,43 +88,92 @@ type FaultMix struct {
 	_               struct{}
 }
 
-// faultKind ties a fault's printed name to its field. swarmMax is the
-// highest rate [Swarm] picks for it.
+// faultKind is a fault's printed name and swarmMax, the highest rate
+// [Swarm] picks for it; its field is FaultMix.rate of its index.
 type faultKind struct {
 	name     string
-	field    func(*FaultMix) *float64
 	swarmMax float64
 }
 
-// faultKinds is the one table of fault kinds, in printing order.
-var faultKinds = []faultKind{
-	{"row-fault", func(m *FaultMix) *float64 { return &m.RowFault }, 0.2},
-	{"row-miss", func(m *FaultMix) *float64 { return &m.RowMiss }, 0.2},
-	{"stale-lookup", func(m *FaultMix) *float64 { return &m.StaleLookup }, 0.3},
-	{"evict", func(m *FaultMix) *float64 { return &m.Evict }, 0.2},
-	{"lookup-error", func(m *FaultMix) *float64 { return &m.LookupError }, 0.2},
-	{"submit-reject", func(m *FaultMix) *float64 { return &m.SubmitReject }, 0.2},
-	{"submit-error", func(m *FaultMix) *float64 { return &m.SubmitError }, 0.1},
-	{"error-before", func(m *FaultMix) *float64 { return &m.ErrorBefore }, 0.1},
-	{"error-after", func(m *FaultMix) *float64 { return &m.ErrorAfter }, 0.1},
-	{"wrong-length", func(m *FaultMix) *float64 { return &m.WrongLength }, 0.05},
-	{"delay", func(m *FaultMix) *float64 { return &m.Delay }, 0.3},
-	{"late-write", func(m *FaultMix) *float64 { return &m.LateWrite }, 0.3},
-	{"timeout", func(m *FaultMix) *float64 { return &m.Timeout }, 0.1},
-	{"unprovable-later", func(m *FaultMix) *float64 { return &m.UnprovableLater }, 0.1},
-	{"never-ends", func(m *FaultMix) *float64 { return &m.NeverEnds }, 0.05},
-	{"register-refused", func(m *FaultMix) *float64 { return &m.RegisterRefused }, 0.3},
-	{"together-fail", func(m *FaultMix) *float64 { return &m.TogetherFail }, 0.3},
-	{"rollback-fail", func(m *FaultMix) *float64 { return &m.RollbackFail }, 0.5},
-	{"unregister-fail", func(m *FaultMix) *float64 { return &m.UnregisterFail }, 0.5},
-	{"unregister-stuck", func(m *FaultMix) *float64 { return &m.UnregisterStuck }, 0.2},
+// faultKinds is the one table of fault kinds, in printing order (the order
+// of FaultMix.rate's cases).
+var faultKinds = [...]faultKind{
+	{"row-fault", 0.2},
+	{"row-miss", 0.2},
+	{"stale-lookup", 0.3},
+	{"evict", 0.2},
+	{"lookup-error", 0.2},
+	{"submit-reject", 0.2},
+	{"submit-error", 0.1},
+	{"error-before", 0.1},
+	{"error-after", 0.1},
+	{"wrong-length", 0.05},
+	{"delay", 0.3},
+	{"late-write", 0.3},
+	{"timeout", 0.1},
+	{"unprovable-later", 0.1},
+	{"never-ends", 0.05},
+	{"register-refused", 0.3},
+	{"together-fail", 0.3},
+	{"rollback-fail", 0.5},
+	{"unregister-fail", 0.5},
+	{"unregister-stuck", 0.2},
+}
+
+// rate is the field of fault kind i (an index of faultKinds). A switch, not
+// a table of accessors: a call through a func value would move every mix
+// it reads to the heap.
+func (m *FaultMix) rate(i int) *float64 {
+	switch i {
+	case 0:
+		return &m.RowFault
+	case 1:
+		return &m.RowMiss
+	case 2:
+		return &m.StaleLookup
+	case 3:
+		return &m.Evict
+	case 4:
+		return &m.LookupError
+	case 5:
+		return &m.SubmitReject
+	case 6:
+		return &m.SubmitError
+	case 7:
+		return &m.ErrorBefore
+	case 8:
+		return &m.ErrorAfter
+	case 9:
+		return &m.WrongLength
+	case 10:
+		return &m.Delay
+	case 11:
+		return &m.LateWrite
+	case 12:
+		return &m.Timeout
+	case 13:
+		return &m.UnprovableLater
+	case 14:
+		return &m.NeverEnds
+	case 15:
+		return &m.RegisterRefused
+	case 16:
+		return &m.TogetherFail
+	case 17:
+		return &m.RollbackFail
+	case 18:
+		return &m.UnregisterFail
+	case 19:
+		return &m.UnregisterStuck
+	}
+	panic("memdriver: no fault kind " + strconv.Itoa(i))
 }
 
 // FaultNames lists every fault kind's printed name, in printing order.
 func FaultNames() []string {
 	names := make([]string, len(faultKinds))
-	for i, k := range faultKinds {
-		names[i] = k.name
+	for i := range faultKinds {
+		names[i] = faultKinds[i].name
 	}
 	return names
 }
@@ -154,13 +203,13 @@ func Default() FaultMix {
 func Swarm(seed uint64) FaultMix {
 	r := sim.NewRand(sim.SubSeed(seed, "memdriver/swarm"))
 	var m FaultMix
-	for _, k := range faultKinds {
+	for i := range faultKinds {
 		if !r.Chance(0.5) {
 			continue
 		}
-		rate := k.swarmMax * math.Pow(10, -2*r.Float64())
+		rate := faultKinds[i].swarmMax * math.Pow(10, -2*r.Float64())
 		rate, _ = strconv.ParseFloat(strconv.FormatFloat(rate, 'g', 3, 64), 64)
-		*k.field(&m) = rate
+		*m.rate(i) = rate
 	}
 	return m
 }
@@ -180,13 +229,13 @@ func DescribeSwarm(seed uint64) string {
 func (m FaultMix) String() string {
 	var buf [1024]byte // every mix a seed draws fits: one allocation, the string
 	b := buf[:0]
-	for _, k := range faultKinds {
-		if r := *k.field(&m); r != 0 {
+	for i := range faultKinds {
+		if r := *m.rate(i); r != 0 {
 			if len(b) > 0 {
 				b = append(b, '\n')
 			}
 			b = append(b, "fault "...)
-			b = append(b, k.name...)
+			b = append(b, faultKinds[i].name...)
 			b = append(b, " rate="...)
 			b = strconv.AppendFloat(b, r, 'g', -1, 64)
 		}
@@ -196,9 +245,9 @@ func (m FaultMix) String() string {
 
 // Check reports a rate outside [0, 1], naming the fault.
 func (m FaultMix) Check() error {
-	for _, k := range faultKinds {
-		if r := *k.field(&m); math.IsNaN(r) || r < 0 || r > 1 {
-			return fmt.Errorf("%w: fault %s: rate %v outside [0, 1]", ErrBadFaultMix, k.name, r)
+	for i := range faultKinds {
+		if r := *m.rate(i); math.IsNaN(r) || r < 0 || r > 1 {
+			return fmt.Errorf("%w: fault %s: rate %v outside [0, 1]", ErrBadFaultMix, faultKinds[i].name, r)
 		}
 	}
 	return nil
@@ -213,48 +262,71 @@ var ErrBadFaultMix = errors.New("memdriver: bad fault mix")
 // are skipped. An unknown fault, a repeated fault, a malformed line or a
 // rate outside [0, 1] is an error naming the line.
 func ParseFaultMix(text string) (FaultMix, error) {
-	var m FaultMix
-	seen := map[string]int{}
-	n := 0
-	for line := range strings.SplitSeq(text, "\n") {
-		n++
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		var f [3]string // strings.Fields, without its slice
-		nf := 0
-		for w := range strings.FieldsSeq(line) {
-			if nf < len(f) {
-				f[nf] = w
-			}
-			nf++
-		}
-		if nf != 3 || f[0] != "fault" || !strings.HasPrefix(f[2], "rate=") {
-			return FaultMix{}, fmt.Errorf("%w: line %d: %q: want \"fault <name> rate=<r>\"", ErrBadFaultMix, n, line)
-		}
-		k, ok := lookupFault(f[1])
-		if !ok {
-			return FaultMix{}, fmt.Errorf("%w: line %d: unknown fault %q (known: %s)", ErrBadFaultMix, n, f[1], strings.Join(FaultNames(), " "))
-		}
-		if prev, dup := seen[k.name]; dup {
-			return FaultMix{}, fmt.Errorf("%w: line %d: fault %s already set on line %d", ErrBadFaultMix, n, k.name, prev)
-		}
-		seen[k.name] = n
-		r, err := strconv.ParseFloat(strings.TrimPrefix(f[2], "rate="), 64)
-		if err != nil || math.IsNaN(r) || r < 0 || r > 1 {
-			return FaultMix{}, fmt.Errorf("%w: line %d: fault %s: rate %q is not a number in [0, 1]", ErrBadFaultMix, n, k.name, strings.TrimPrefix(f[2], "rate="))
-		}
-		*k.field(&m) = r
-	}
-	return m, nil
+	return ParseFaultLines(text)
 }
 
-func lookupFault(name string) (faultKind, bool) {
-	for _, k := range faultKinds {
-		if k.name == name {
-			return k, true
+// ParseFaultLines is [ParseFaultMix] of the lines joined by newlines,
+// without joining them (an op log holds an endpoint's fault lines apart).
+func ParseFaultLines(lines ...string) (FaultMix, error) {
+	var p faultParser
+	for _, text := range lines {
+		for line := range strings.SplitSeq(text, "\n") {
+			if err := p.line(line); err != nil {
+				return FaultMix{}, err
+			}
 		}
 	}
-	return faultKind{}, false
+	return p.m, nil
+}
+
+// faultParser reads a fault mix line by line.
+type faultParser struct {
+	m    FaultMix
+	n    int                  // lines read
+	seen [len(faultKinds)]int // the line that set each kind (0: none yet)
+}
+
+func (p *faultParser) line(line string) error {
+	p.n++
+	n := p.n
+	line = strings.TrimSpace(line)
+	if line == "" || strings.HasPrefix(line, "#") {
+		return nil
+	}
+	var f [3]string // strings.Fields, without its slice
+	nf := 0
+	for w := range strings.FieldsSeq(line) {
+		if nf < len(f) {
+			f[nf] = w
+		}
+		nf++
+	}
+	if nf != 3 || f[0] != "fault" || !strings.HasPrefix(f[2], "rate=") {
+		return fmt.Errorf("%w: line %d: %q: want \"fault <name> rate=<r>\"", ErrBadFaultMix, n, line)
+	}
+	k := lookupFault(f[1])
+	if k < 0 {
+		return fmt.Errorf("%w: line %d: unknown fault %q (known: %s)", ErrBadFaultMix, n, f[1], strings.Join(FaultNames(), " "))
+	}
+	name := faultKinds[k].name
+	if prev := p.seen[k]; prev != 0 {
+		return fmt.Errorf("%w: line %d: fault %s already set on line %d", ErrBadFaultMix, n, name, prev)
+	}
+	p.seen[k] = n
+	r, err := strconv.ParseFloat(strings.TrimPrefix(f[2], "rate="), 64)
+	if err != nil || math.IsNaN(r) || r < 0 || r > 1 {
+		return fmt.Errorf("%w: line %d: fault %s: rate %q is not a number in [0, 1]", ErrBadFaultMix, n, name, strings.TrimPrefix(f[2], "rate="))
+	}
+	*p.m.rate(k) = r
+	return nil
+}
+
+// lookupFault is the index in faultKinds of the fault named name, or -1.
+func lookupFault(name string) int {
+	for i := range faultKinds {
+		if faultKinds[i].name == name {
+			return i
+		}
+	}
+	return -1
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -24,6 +25,9 @@ func TestFaultMixRoundTrip(t *testing.T) {
 		if err != nil || got != m {
 			t.Fatalf("%s: ParseFaultMix(String()) = %+v, %v; want %+v %s", name, got, err, m, repro(t))
 		}
+		if got, err := ParseFaultLines(strings.Split(text, "\n")...); err != nil || got != m {
+			t.Fatalf("%s: ParseFaultLines(String()'s lines) = %+v, %v; want %+v %s", name, got, err, m, repro(t))
+		}
 		if err := m.Check(); err != nil {
 			t.Fatalf("%s: %v %s", name, err, repro(t))
 		}
@@ -41,6 +45,34 @@ func TestFaultMixRoundTrip(t *testing.T) {
 	}
 	if got, err := ParseFaultMix(DescribeSwarm(42)); err != nil || got != Swarm(42) {
 		t.Errorf("ParseFaultMix(DescribeSwarm(42)) = %+v, %v %s", got, err, repro(t))
+	}
+}
+
+// TestFaultRateFields: FaultMix.rate's case i is the field faultKinds[i]
+// names ("row-fault" is RowFault), and every field has a kind.
+func TestFaultRateFields(t *testing.T) {
+	fields := map[string]bool{}
+	for i, k := range faultKinds {
+		var m FaultMix
+		*m.rate(i) = 1
+		v := reflect.ValueOf(m)
+		want := ""
+		for w := range strings.SplitSeq(k.name, "-") {
+			want += strings.ToUpper(w[:1]) + w[1:]
+		}
+		for f := range v.NumField() {
+			if v.Field(f).Kind() == reflect.Float64 && v.Field(f).Float() == 1 {
+				if got := v.Type().Field(f).Name; got != want {
+					t.Errorf("fault %s: rate(%d) is field %s, want %s %s", k.name, i, got, want, repro(t))
+				}
+				fields[want] = true
+			}
+		}
+	}
+	for f := range reflect.TypeFor[FaultMix]().NumField() {
+		if name := reflect.TypeFor[FaultMix]().Field(f).Name; name != "_" && !fields[name] {
+			t.Errorf("field %s has no fault kind %s", name, repro(t))
+		}
 	}
 }
 

@@ -20,8 +20,8 @@ import (
 // events it wants faulted. It refuses an unknown name or a rate outside
 // [0, 1].
 func (d *Driver) SetFault(kind string, rate float64) error {
-	k, ok := lookupFault(kind)
-	if !ok {
+	k := lookupFault(kind)
+	if k < 0 {
 		return fmt.Errorf("%w: unknown fault %q (known: %s)", ErrBadFaultMix, kind, strings.Join(FaultNames(), " "))
 	}
 	if math.IsNaN(rate) || rate < 0 || rate > 1 {
@@ -29,7 +29,7 @@ func (d *Driver) SetFault(kind string, rate float64) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	*k.field(&d.mix) = rate
+	*d.mix.rate(k) = rate
 	return nil
 }
 

@@ -74,6 +74,11 @@ type Monitor struct {
 	cbObs       []CallbackObserver
 	startersInl [2]SubmitObserver
 	cbObsInl    [2]CallbackObserver
+	// Room for the first calls and registrations, in the monitor's own
+	// allocation: a run's dozens would otherwise grow order, open and
+	// scratch from 1 through 2, 4 and 8.
+	callsInl [48]*callRec
+	regsInl  [8]*regRec
 
 	mu      sync.Mutex
 	nsub    int        // accepted calls so far; callRec.index counts them
@@ -158,14 +163,10 @@ type SizeStat struct {
 func Wrap(d drivers.Driver, opts Options) *Monitor {
 	m := &Monitor{
 		d: d, opts: opts, caps: d.Capabilities(),
-		regs:    map[drivers.Handle]*regRec{},
-		seen:    map[vkey]bool{},
-		regList: make([]*regRec, 0, 8),
+		regs: map[drivers.Handle]*regRec{},
 	}
-	// Room for the first calls, in one array: a run's dozens would
-	// otherwise grow these from 1 through 2, 4 and 8.
-	room := make([]*callRec, 48)
-	m.order, m.open, m.scratch = room[:0:16], room[16:16:32], room[32:32:48]
+	m.regList = m.regsInl[:0]
+	m.order, m.open, m.scratch = m.callsInl[:0:16], m.callsInl[16:16:32], m.callsInl[32:32:48]
 	if m.opts.FullSizeMinCalls <= 0 {
 		m.opts.FullSizeMinCalls = 3
 	}
@@ -252,6 +253,9 @@ func (m *Monitor) violateLocked(v rules.Violation) {
 	k := vkey{v.Rule, v.Call, v.Row, v.Key, v.Region}
 	if m.seen[k] {
 		return
+	}
+	if m.seen == nil { // made at the first violation: most runs have none
+		m.seen = map[vkey]bool{}
 	}
 	m.seen[k] = true
 	v.Class, v.At, v.Seed = rules.Contract, m.now(), m.opts.Seed

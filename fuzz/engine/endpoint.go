@@ -43,7 +43,12 @@ type EndpointOptions struct {
 	Caps   drivers.Capabilities
 	Faults memdriver.FaultMix
 	Seed   uint64
-	// Recorder configures the history recorder; its Seed is Seed.
+	// Ops, when known, is about how many ops the endpoint runs: the
+	// recorder, the lender and the reference model start with room for
+	// what that many need (0: for an endpoint of a 100-op run).
+	Ops int
+	// Recorder configures the history recorder; its Seed is Seed and its
+	// Ops Ops.
 	Recorder model.RecorderOptions
 	// Monitor configures the contract monitor: Truth, Injected, LockProbe,
 	// CancelBound, FullSizeMinCalls. Clock, Seed and Observers are set here.
@@ -155,16 +160,19 @@ func NewEndpoint(o EndpointOptions) (*Endpoint, error) {
 	}
 	ep := &Endpoint{Name: o.Name, opts: o}
 	ro := o.Recorder
-	ro.Seed = o.Seed
+	ro.Seed, ro.Ops = o.Seed, o.Ops
 	ep.Recorder = model.NewRecorder(ro)
 	if len(o.Memory) > 0 {
 		onTouch := ep.Recorder.OnTouch
-		if o.OnTouch != nil {
-			onTouch = func(t arena.Touch) { ep.Recorder.OnTouch(t); o.OnTouch(t) }
+		if then := o.OnTouch; then != nil { // not o: a closure over it would move o to the heap
+			onTouch = func(t arena.Touch) { ep.Recorder.OnTouch(t); then(t) }
 		}
 		l, err := lender.NewWithArenas(arena.Options{Clock: o.RT, OnTouch: onTouch, Shared: o.Shared}, o.Memory...)
 		if err != nil {
 			return nil, &EndpointError{ErrMemory, err}
+		}
+		if o.Ops > 0 {
+			l.Reserve(o.Ops)
 		}
 		ep.Lender, ep.Regions = l, l.Regions()
 		if o.Claim != nil {
@@ -184,10 +192,13 @@ func NewEndpoint(o EndpointOptions) (*Endpoint, error) {
 	ep.oracles = endpointOracles(ep)
 	mo := o.Monitor
 	if o.Tune != nil {
-		o.Tune(d, &mo)
+		tuned := mo // escapes (Tune is a func value): only when there is one
+		o.Tune(d, &tuned)
+		mo = tuned
 	}
 	mo.Clock, mo.Seed = o.RT, o.Seed
-	mo.Observers = []monitor.Observer{ep.Recorder}
+	mo.Observers = make([]monitor.Observer, 1, 1+len(ep.oracles)+len(o.Observers))
+	mo.Observers[0] = ep.Recorder
 	for _, or := range ep.oracles {
 		if _, blind := or.(blindOracle); !blind {
 			mo.Observers = append(mo.Observers, or)
@@ -232,7 +243,7 @@ func (ep *Endpoint) Register() error {
 		d = newLiar(d, ep.opts.Lies, sim.NewRand(sim.SubSeed(ep.opts.Seed, "liar/"+ep.Name)))
 	}
 	if ep.opts.Model && ep.opts.Sched != nil {
-		ep.Ref = refine.New(refine.Config{Endpoint: ep.Name, Clock: ep.opts.RT, Seed: ep.opts.Seed})
+		ep.Ref = refine.New(refine.Config{Endpoint: ep.Name, Clock: ep.opts.RT, Seed: ep.opts.Seed, Attempts: ep.opts.Ops})
 		d = ep.Ref.Wrap(d)
 		ref, owner := ep.Ref, cfg.OnChange
 		cfg.OnChange = func(a *backend.Attempt) { ref.Notified(a); owner(a) }
@@ -288,9 +299,12 @@ func (ep *Endpoint) AddArena(a *arena.Arena) {
 
 // Arenas is the endpoint's memory: what AddArena added, then the lender's.
 func (ep *Endpoint) Arenas() []*arena.Arena {
-	out := append([]*arena.Arena(nil), ep.arenas...)
+	var lent []*arena.Arena // a copy already
 	if ep.Lender != nil {
-		out = append(out, ep.Lender.Arenas()...)
+		lent = ep.Lender.Arenas()
 	}
-	return out
+	if len(ep.arenas) == 0 {
+		return lent
+	}
+	return append(append(make([]*arena.Arena, 0, len(ep.arenas)+len(lent)), ep.arenas...), lent...)
 }

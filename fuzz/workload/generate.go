@@ -50,6 +50,25 @@ func (c GenConfig) withDefaults() GenConfig {
 	return c
 }
 
+// A generated workload has up to maxEndpoints endpoints ("A", "B", ...),
+// each with up to maxRegions regions ("A0", "A1", ...).
+const maxEndpoints, maxRegions = 3, 3
+
+// genNames are the endpoint names and region labels Generate gives, made
+// once for every log (strings, never written).
+var genNames = func() (names [maxEndpoints]struct {
+	endpoint string
+	regions  [maxRegions]string
+}) {
+	for i := range names {
+		names[i].endpoint = string(rune('A' + i))
+		for j := range names[i].regions {
+			names[i].regions[j] = names[i].endpoint + strconv.Itoa(j)
+		}
+	}
+	return names
+}()
+
 // Mixed is the GenConfig.Driver that draws every endpoint's driver from
 // the seed.
 const Mixed = "mixed"
@@ -78,23 +97,26 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 	if cfg.Evicting {
 		l.Store = "evicting"
 	}
-	nEnd := 1 + r.Intn(3)
+	nEnd := 1 + r.Intn(maxEndpoints)
 	// One slot size for the whole run: objects move between endpoints, and a
 	// fetch into a slot of another size is a (legal) FAULT, not a test of much.
 	slotBytes := 16 << r.Intn(3)
+	l.Endpoints = make([]Endpoint, 0, nEnd)
 	for i := range nEnd {
 		e := Endpoint{
-			Name:         string(rune('A' + i)),
-			Driver:       endpointDriver(seed, cfg.Driver, string(rune('A'+i))),
+			Name:         genNames[i].endpoint,
+			Driver:       endpointDriver(seed, cfg.Driver, genNames[i].endpoint),
 			MaxRows:      1 + r.Intn(6),
 			AbsentIsMiss: r.Chance(0.6),
 			InFlight:     1 + r.Intn(6),
 			Queued:       2 + r.Intn(31),
 			Unprovable:   1 + r.Intn(16),
 		}
-		for j := range 1 + r.Intn(3) {
+		nReg := 1 + r.Intn(maxRegions)
+		e.Regions = make([]RegionSpec, 0, nReg)
+		for j := range nReg {
 			e.Regions = append(e.Regions, RegionSpec{
-				Label: e.Name + strconv.Itoa(j), Slots: 16 + r.Intn(33), SlotBytes: slotBytes,
+				Label: genNames[i].regions[j], Slots: 16 + r.Intn(33), SlotBytes: slotBytes,
 			})
 		}
 		if cfg.Faults != nil {
@@ -103,7 +125,7 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 		l.Endpoints = append(l.Endpoints, e)
 	}
 	nkeys := 4 + r.Intn(cfg.Ops/2+1)
-	g := gen{r: r, cfg: cfg, keys: nkeys, recent: make([][]time.Duration, nkeys), names: make([]string, nkeys)}
+	g := gen{r: r, cfg: cfg, keys: nkeys, views: cfg.Ops, recent: make([][]time.Duration, nkeys)}
 	// Every key's window starts with room for MaxPerKey times, all in one
 	// allocation (a repeat inside a view may still grow one past it).
 	times := make([]time.Duration, nkeys*cfg.MaxPerKey)
@@ -127,14 +149,16 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 	for i := 0; i < cfg.Ops; i++ {
 		if len(rowOps) > 0 && rare.Chance(0.05) {
 			last := l.Ops[rowOps[len(rowOps)-1]].Endpoint
-			q := Op{At: at, Kind: Quiesce, Endpoint: last, Targets: make([]int, 0, 3)}
-			for j := len(rowOps) - 1; j >= 0 && len(q.Targets) < 3; j-- {
+			var targets [3]int
+			n := 0
+			for j := len(rowOps) - 1; j >= 0 && n < len(targets); j-- {
 				if l.Ops[rowOps[j]].Endpoint == last && rare.Chance(0.7) {
-					q.Targets = append(q.Targets, rowOps[j])
+					targets[n] = rowOps[j]
+					n++
 				}
 			}
-			if len(q.Targets) > 0 {
-				l.Ops = append(l.Ops, q)
+			if n > 0 {
+				l.Ops = append(l.Ops, Op{At: at, Kind: Quiesce, Endpoint: last, Targets: g.ints(targets[:n])})
 			}
 		}
 		at += time.Duration(r.Intn(21)) * time.Microsecond
@@ -245,25 +269,56 @@ type gen struct {
 	cfg    GenConfig
 	keys   int
 	recent [][]time.Duration // op times per key number, for MaxPerKey
-	names  []string          // "k<n>" per key number, made once
+	names  []string          // "k<n>" per key number past keyNames, made once (nil until one is)
 
+	views    int      // views still to make, at most (one per op): slab's chunks are no larger
 	keySlab  []string // storage of the views' keys (slab)
 	maskSlab []bool
+	intSlab  []int // storage of the Quiesce ops' targets (ints)
 }
 
-// slab hands out room for a view of n rows from storage shared by the
-// log's views (one allocation per 64 views, not two per view); each slice's
-// capacity ends at n, so an append to one never writes into the next.
+// keyNames are the first key names, made once for every log: most logs
+// have fewer keys.
+var keyNames = func() (names [64]string) {
+	for i := range names {
+		names[i] = "k" + strconv.Itoa(i)
+	}
+	return names
+}()
+
+// slab hands out room for a view of n rows (at most 8) from storage shared
+// by the log's views (one allocation per 64 views, not two per view, and
+// room for no more views than are left to make); each slice's capacity ends
+// at n, so an append to one never writes into the next.
 func (g *gen) slab(n int) ([]string, []bool) {
 	if len(g.keySlab)+n > cap(g.keySlab) {
-		g.keySlab, g.maskSlab = make([]string, 0, 64*8), make([]bool, 0, 64*8)
+		rows := 8 * min(64, max(1, g.views))
+		g.keySlab, g.maskSlab = make([]string, 0, rows), make([]bool, 0, rows)
 	}
+	g.views--
 	i := len(g.keySlab)
 	g.keySlab, g.maskSlab = g.keySlab[:i+n], g.maskSlab[:i+n]
 	return g.keySlab[i : i : i+n], g.maskSlab[i : i : i+n]
 }
 
+// ints copies v into storage shared by the log's Quiesce ops; the copy's
+// capacity ends at its length.
+func (g *gen) ints(v []int) []int {
+	if len(g.intSlab)+len(v) > cap(g.intSlab) {
+		g.intSlab = make([]int, 0, max(48, len(v)))
+	}
+	i := len(g.intSlab)
+	g.intSlab = append(g.intSlab, v...)
+	return g.intSlab[i : i+len(v) : i+len(v)]
+}
+
 func (g *gen) name(i int) string {
+	if i < len(keyNames) {
+		return keyNames[i]
+	}
+	if g.names == nil {
+		g.names = make([]string, g.keys)
+	}
 	if g.names[i] == "" {
 		g.names[i] = "k" + strconv.Itoa(i)
 	}
@@ -288,7 +343,7 @@ func (g *gen) view(at time.Duration) ([]string, []bool) {
 		g.recent[k] = append(g.recent[k], at)
 	}
 	if len(keys) == 0 { // every key is busy: a view of one masked-out row
-		return []string{"k0"}, []bool{false}
+		keys, mask = append(keys, "k0"), append(mask, false)
 	}
 	return keys, mask
 }

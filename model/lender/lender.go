@@ -206,9 +206,8 @@ func New(clock sim.Clock, specs ...Spec) (*Lender, error) {
 // for the memory oracle, a touch log); opts.Clock is the lender's clock.
 func NewWithArenas(opts arena.Options, specs ...Spec) (*Lender, error) {
 	clock := opts.Clock
-	// The lists and the loans map start at about what a run of the engine
-	// needs (a view has at most 8 rows): they do not grow from nothing.
-	l := &Lender{clock: clock, loans: make(map[Attempt]*Loan, 32), held: true, all: make([]*Loan, 0, 32)}
+	// The loans and their map are made at the first loan (Reserve).
+	l := &Lender{clock: clock, held: true}
 	l.free, l.arenas = l.freeInl[:0], l.arenasInl[:0]
 	if len(specs) > len(l.arenasInl) {
 		l.arenas = make([]*arena.Arena, 0, len(specs))
@@ -224,6 +223,18 @@ func NewWithArenas(opts arena.Options, specs ...Spec) (*Lender, error) {
 		l.arenas = append(l.arenas, a)
 	}
 	return l, nil
+}
+
+// Reserve makes room for about n loans, before the first: the list of
+// loans and the map by attempt then do not grow from nothing. Without it
+// the first loan makes room for 32, about what an endpoint of a 100-op run
+// of the engine lends. Only the first Reserve before the first loan
+// counts: once room is made, Reserve does nothing.
+func (l *Lender) Reserve(n int) {
+	if l.all == nil {
+		n = max(n, 1)
+		l.loans, l.all = make(map[Attempt]*Loan, n), make([]*Loan, 0, n)
+	}
 }
 
 // Regions is what the backend registers, in spec order.

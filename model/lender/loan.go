@@ -27,6 +27,7 @@ func (l *Lender) Lend(n int) (*Loan, error) {
 	if len(l.free) < n {
 		return nil, &noSlotsError{n, len(l.free)}
 	}
+	l.Reserve(32)
 	l.nextLoan++
 	ln := l.loanSlab.New() // zeroed: set only what a new loan holds
 	ln.l, ln.id, ln.state = l, l.nextLoan, Lent

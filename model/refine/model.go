@@ -27,6 +27,11 @@ type Config struct {
 	Endpoint string
 	Clock    sim.Clock
 	Seed     uint64
+	// Attempts, when known, is about how many attempts the backend admits
+	// (the ops of the endpoint): the model's map of them starts with room
+	// for as many, up to the 64 it keeps before it forgets finished ones.
+	// 0 means room for an endpoint of a 100-op run of the engine.
+	Attempts int
 	_        struct{}
 }
 
@@ -75,6 +80,13 @@ type Model struct {
 
 	found []rules.Violation
 	seen  map[string]bool // rule+attempt already reported (nil until the first)
+
+	// first is the lists' first storage, in the model's own allocation.
+	first struct {
+		attempts, live [16]*attempt
+		calls          [16]*call
+		queue          [8]*batch
+	}
 }
 
 type binding struct {
@@ -170,8 +182,13 @@ var errPanicked = errors.New("Submit panicked")
 func New(cfg Config) *Model {
 	// The lists and maps start at about what a run of the engine needs:
 	// they do not grow from nothing.
-	return &Model{cfg: cfg, byView: make(map[AttemptView]*attempt, 32),
-		attempts: make([]*attempt, 0, 16), live: make([]*attempt, 0, 16), calls: make([]*call, 0, 16), queue: make([]*batch, 0, 8)}
+	n := 32
+	if cfg.Attempts > 0 {
+		n = min(cfg.Attempts, 64)
+	}
+	m := &Model{cfg: cfg, byView: make(map[AttemptView]*attempt, n)}
+	m.attempts, m.live, m.calls, m.queue = m.first.attempts[:0], m.first.live[:0], m.first.calls[:0], m.first.queue[:0]
+	return m
 }
 
 // SetBackend gives the model the backend's effective configuration, the

@@ -150,12 +150,22 @@ type Arena struct {
 	// slot's state): the lender's search for free slots skips the lent
 	// ones below it.
 	firstFree atomic.Int32
-
-	// A small arena (a probe's: a few slots of tens of bytes) keeps its
-	// slots and bytes inline: one allocation instead of three.
-	slotsInline [4]slotInfo
-	bufInline   [256]byte
 }
+
+// smallArena is a small arena (a probe's: a few slots of tens of bytes)
+// with its slots and bytes inline: one allocation instead of three. Other
+// arenas do not carry the room.
+type smallArena struct {
+	Arena
+	slots [smallSlots]slotInfo
+	buf   [smallBytes]byte
+}
+
+// An arena of at most smallSlots slots and smallBytes bytes is small.
+const (
+	smallSlots = 4
+	smallBytes = 256
+)
 
 // The bounds of what an arena keeps, whatever a driver does: a driver
 // that touches memory over and over costs counters, not memory.
@@ -196,19 +206,24 @@ type violationKey struct {
 // New returns an arena of slots*slotBytes bytes, all slots at the lender,
 // not registered.
 func New(label string, slots, slotBytes int, opts Options) *Arena {
-	a := &Arena{label: label, slotBytes: slotBytes, opts: opts}
-	if slots <= len(a.slotsInline) {
-		a.slots = a.slotsInline[:slots:slots]
+	n := slots * slotBytes
+	var a *Arena
+	var inline []byte // a small arena's own bytes
+	if slots <= smallSlots && n <= smallBytes {
+		small := new(smallArena)
+		a, inline = &small.Arena, small.buf[:n:n]
+		a.slots = small.slots[:slots:slots]
 	} else {
+		a = new(Arena)
 		a.slots = make([]slotInfo, slots)
 	}
-	if opts.Shared != nil && slots*slotBytes > 0 {
-		a.placeShared(opts.Shared, slots*slotBytes)
+	a.label, a.slotBytes, a.opts = label, slotBytes, opts
+	if opts.Shared != nil && n > 0 {
+		a.placeShared(opts.Shared, n)
 	}
 	if a.buf == nil {
-		if n := slots * slotBytes; n <= len(a.bufInline) {
-			a.buf = a.bufInline[:n:n]
-		} else {
+		a.buf = inline
+		if a.buf == nil {
 			a.buf = make([]byte, n)
 		}
 	}
