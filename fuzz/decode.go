@@ -59,9 +59,14 @@ func Decode(data []byte) (*workload.Log, bool) {
 	nEnd := 1 + int(h[0]&1)
 	keys := 2 + int(h[0]>>4)
 	d := decoder{data: data[min(len(data), HeaderBytes):], recent: make([][]time.Duration, keys)}
+	times := make([]time.Duration, keys*MaxPerKey) // one array for every key's window
 	for i := range d.recent {
-		d.recent[i] = make([]time.Duration, 0, MaxPerKey)
+		d.recent[i] = times[i*MaxPerKey : i*MaxPerKey : (i+1)*MaxPerKey]
 	}
+	// Every row takes at least one input byte: the rows of all views fit
+	// in one array of keys and one of mask bits, carved view by view (each
+	// view's slices are full, so an append to one copies).
+	rowKeys, rowMask := make([]string, 0, len(d.data)), make([]bool, 0, len(d.data))
 	l := &workload.Log{Seed: uint64(h[1]) | uint64(h[2])<<8, Store: "durable", Ops: make([]workload.Op, 0, min(MaxOps, len(d.data)/2)+nEnd)}
 	if h[0]&2 != 0 {
 		l.Store = "evicting"
@@ -92,7 +97,7 @@ func Decode(data []byte) (*workload.Log, bool) {
 				op.Kind = workload.Fetch
 			}
 			n := 1 + int(arg&7)
-			op.Keys, op.Mask = make([]string, 0, n), make([]bool, 0, n)
+			first := len(rowKeys)
 			cut := false
 			for range n {
 				k, ok := d.next()
@@ -104,12 +109,14 @@ func Decode(data []byte) (*workload.Log, bool) {
 				if !d.admit(key, at) {
 					continue
 				}
-				op.Keys = append(op.Keys, keyNames[key])
-				op.Mask = append(op.Mask, k>>5 != 7)
+				rowKeys = append(rowKeys, keyNames[key])
+				rowMask = append(rowMask, k>>5 != 7)
 			}
-			if cut || len(op.Keys) == 0 {
+			if cut || len(rowKeys) == first {
+				rowKeys, rowMask = rowKeys[:first], rowMask[:first]
 				continue
 			}
+			op.Keys, op.Mask = rowKeys[first:len(rowKeys):len(rowKeys)], rowMask[first:len(rowMask):len(rowMask)]
 			rowOps = append(rowOps, len(l.Ops))
 			l.Ops = append(l.Ops, op)
 			runnable = runnable || !down[op.Endpoint]

@@ -113,7 +113,8 @@ awk -v f="$fz" 'BEGIN{printf "fuzz: one 100-op decode+run = %.2f ms → %.0f exe
 #                        pipeline, then the bare loop at 20x the events;
 #                        median of the per-seed event-rate ratios
 #   seeds/min            storesim run --seeds 0:20000 --workers 2 (its summary)
-#   fuzz execs/s         go test -fuzz FuzzOpLog -parallel 2 for 20 s, in
+#   fuzz execs/s         go test -fuzz FuzzOpLog -parallel 2 for 20 s from a fresh
+#                        fuzz cache (the same start corpus every time), in
 #                        executions of 100-op inputs (the issue's unit): the
 #                        ops of the runnable inputs the two workers played
 #                        (STORESIM_FUZZ_STATS: each worker process counts its
@@ -133,7 +134,12 @@ bin=$(mktemp -d)
 go build -o "$bin/storesim" ./cmd/storesim
 spm=$("$bin/storesim" run --seeds 0:20000 --workers 2 2>&1 >/dev/null | sed -n 's/.*(\([0-9]*\) seeds\/min.*/\1/p' | head -1)
 mkdir -p "$bin/fuzzstats"
-STORESIM_FUZZ_STATS="$bin/fuzzstats" go test -run '^$' -fuzz '^FuzzOpLog$' -fuzztime 20s -parallel 2 ./fuzz >"$bin/fuzz.txt" 2>&1 || true
+# A fresh fuzz cache each time: every measurement starts from the same corpus
+# (the committed entries and FuzzOpLog's seeds). With go's shared cache
+# (GOCACHE/fuzz) each run starts from what earlier runs found, and the
+# figure swung 1,400-3,400 between four runs in a row.
+STORESIM_FUZZ_STATS="$bin/fuzzstats" go test -run '^$' -fuzz '^FuzzOpLog$' -fuzztime 20s -parallel 2 ./fuzz \
+  -args -test.fuzzcachedir="$bin/fuzzcache" >"$bin/fuzz.txt" 2>&1 || true
 fzt=$(sed -n 's/^fuzz: elapsed: \([0-9]*\)s, execs: \([0-9]*\) .*/\1 \2/p' "$bin/fuzz.txt" | tail -1)
 fzin=$(cat "$bin"/fuzzstats/* 2>/dev/null | awk -v t="${fzt%% *}" '{r+=$1} END{if (r && t>0) printf "%.0f", r/t; else print "?"}')
 fz=$(cat "$bin"/fuzzstats/* 2>/dev/null | awk -v t="${fzt%% *}" '{o+=$2} END{if (o && t>0) printf "%.0f", o/100/t; else print "?"}')
