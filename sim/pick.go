@@ -20,18 +20,18 @@ type EventInfo struct {
 // exactly as Step would draw them. Stopped timers are left out.
 func (s *Scheduler) Queued() []EventInfo {
 	s.drainInbox()
-	es := make([]*event, 0, len(s.queue.es))
-	for i := range s.queue.es {
-		e := &s.queue.es[i]
-		if s.stops.has(e.id) {
+	ks := make([]*key, 0, s.queue.len())
+	for i := range s.queue.ks {
+		k := &s.queue.ks[i]
+		if s.stops.has(k.id) {
 			continue
 		}
-		es = append(es, e)
+		ks = append(ks, k)
 	}
-	sort.Slice(es, func(i, j int) bool { return es[i].before(es[j]) })
-	out := make([]EventInfo, len(es))
-	for i, e := range es {
-		out[i] = EventInfo{ID: e.id, At: e.at, Label: e.label}
+	sort.Slice(ks, func(i, j int) bool { return ks[i].before(ks[j]) })
+	out := make([]EventInfo, len(ks))
+	for i, k := range ks {
+		out[i] = EventInfo{ID: k.id, At: k.at, Label: s.queue.bodies[k.slot].label}
 	}
 	return out
 }
@@ -45,7 +45,7 @@ func (s *Scheduler) Next() (EventInfo, bool) {
 			s.queue.pop()
 			continue
 		}
-		return EventInfo{ID: e.id, At: e.at, Label: e.label}, true
+		return EventInfo{ID: e.id, At: e.at, Label: s.queue.label(0)}, true
 	}
 	return EventInfo{}, false
 }
@@ -86,14 +86,14 @@ func (s *Scheduler) Deliver(id uint64) bool {
 // order.
 func (h *eventHeap) postpone(at time.Duration) {
 	moved := false
-	for i := range h.es {
-		if h.es[i].at < at {
-			h.es[i].at = at
+	for i := range h.ks {
+		if h.ks[i].at < at {
+			h.ks[i].at = at
 			moved = true
 		}
 	}
 	if moved {
-		for i := len(h.es)/2 - 1; i >= 0; i-- {
+		for i := len(h.ks)/2 - 1; i >= 0; i-- {
 			h.down(i)
 		}
 	}
@@ -101,8 +101,8 @@ func (h *eventHeap) postpone(at time.Duration) {
 
 // find returns the index of the event with id, or -1.
 func (h *eventHeap) find(id uint64) int {
-	for i := range h.es {
-		if h.es[i].id == id {
+	for i := range h.ks {
+		if h.ks[i].id == id {
 			return i
 		}
 	}
@@ -112,15 +112,14 @@ func (h *eventHeap) find(id uint64) int {
 // remove takes the event at index i out of the heap and restores the heap
 // order: the last event takes its place and sifts down or up.
 func (h *eventHeap) remove(i int) event {
-	es := h.es
-	n := len(es) - 1
-	out := es[i]
-	es[i] = es[n]
-	es[n] = event{}
-	h.es = es[:n]
+	ks := h.ks
+	n := len(ks) - 1
+	out := ks[i]
+	ks[i] = ks[n]
+	h.ks = ks[:n]
 	if i < n {
 		h.down(i)
 		h.up(i)
 	}
-	return out
+	return h.take(out)
 }

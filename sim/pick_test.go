@@ -146,7 +146,7 @@ func TestHeapRemove(t *testing.T) {
 	for round := range 200 {
 		var h eventHeap
 		for i := range 1 + r.Intn(60) {
-			h.push(event{at: time.Duration(r.Intn(10)), tie: r.Uint64(), id: uint64(i + 1)})
+			h.push(event{key: key{at: time.Duration(r.Intn(10)), tie: r.Uint64(), id: uint64(i + 1)}})
 		}
 		for range r.Intn(h.len()) {
 			h.remove(r.Intn(h.len()))
@@ -154,7 +154,7 @@ func TestHeapRemove(t *testing.T) {
 		var prev *event
 		for h.len() > 0 {
 			e := h.pop()
-			if prev != nil && e.before(prev) {
+			if prev != nil && e.before(&prev.key) {
 				t.Fatalf("round %d: heap order broken after remove (repro: go test ./sim -run TestHeapRemove)", round)
 			}
 			prev = &e
