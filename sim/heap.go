@@ -1,6 +1,9 @@
 package sim
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // event is one queued function. Ordering: time, then a seeded tie-break,
 // then sequence (which makes the order total).
@@ -62,19 +65,59 @@ func (a *key) before(b *key) bool {
 // eventHeap is a hand-written binary min-heap of event keys by value (no
 // interface conversions, no per-event allocation beyond the two slices);
 // each key names the slot of its event's body, and freed slots are reused.
+//
+// A queue loaded in bulk (a log's ops, queued up front) is sorted once into
+// a run, when a pop finds no run left and the heap holds runMin keys or
+// more (with runs set: the default policy): pops then take the least of the
+// run's next key and the heap's top, and the heap holds only what was
+// pushed since, a few levels deep instead of all the ops'. Every layout pops
+// the same order, since (at, tie, id) is total.
 type eventHeap struct {
-	ks     []key
-	bodies []body
-	free   int32 // 1 + the slot of the first free body (0: none)
+	// ks[:rn] is the run, sorted down to its least key, last; ks[base:] is
+	// the heap; ks[rn:base] is room the run gave up (the heap moves back
+	// to the front once the run is used up).
+	ks       []key
+	rn, base int
+	runs     bool
+	bodies   []body
+	free     int32 // 1 + the slot of the first free body (0: none)
 }
 
-func (h *eventHeap) len() int   { return len(h.ks) }
-func (h *eventHeap) peek() *key { return &h.ks[0] }
+// runMin is the heap size a pop sorts into a run.
+const runMin = 64
 
-// label is the label of the event at index i.
-func (h *eventHeap) label(i int) string { return h.bodies[h.ks[i].slot].label }
+func (h *eventHeap) len() int { return h.rn + len(h.ks) - h.base }
 
-// due is PCT's due time of the event at index i.
+// peek is the least key (the queue is not empty).
+func (h *eventHeap) peek() *key {
+	if h.rn > 0 && (h.base == len(h.ks) || h.ks[h.rn-1].before(&h.ks[h.base])) {
+		return &h.ks[h.rn-1]
+	}
+	return &h.ks[h.base]
+}
+
+// all makes the queue one heap again, ks, and returns it: for the code that
+// scans the queue or takes events out of its middle (policies, Deliver);
+// label, due, find, remove and postpone index into it.
+func (h *eventHeap) all() []key {
+	if h.rn > 0 || h.base > 0 {
+		h.compact()
+		h.rn, h.base = 0, 0
+		h.heapify()
+	}
+	return h.ks
+}
+
+func (h *eventHeap) heapify() {
+	for i := len(h.ks)/2 - 1; i >= 0; i-- {
+		down(h.ks, i)
+	}
+}
+
+// label is the label of k, a key of the queue.
+func (h *eventHeap) label(k *key) string { return h.bodies[k.slot].label }
+
+// due is PCT's due time of the event at index i of all.
 func (h *eventHeap) due(i int) time.Duration { return h.bodies[h.ks[i].slot].due }
 
 func (h *eventHeap) push(e event) {
@@ -88,11 +131,15 @@ func (h *eventHeap) push(e event) {
 		k.slot = int32(len(h.bodies))
 		h.bodies = append(h.bodies, b)
 	}
+	if len(h.ks) == cap(h.ks) && h.base > h.rn {
+		h.compact() // the room the run gave up, before growing
+	}
 	h.ks = append(h.ks, k)
-	h.up(len(h.ks) - 1)
+	hp := h.ks[h.base:]
+	up(hp, len(hp)-1)
 }
 
-// take returns the event of k, which left the heap, and frees its slot.
+// take returns the event of k, which left the queue, and frees its slot.
 func (h *eventHeap) take(k key) event {
 	b := &h.bodies[k.slot]
 	e := event{key: k, label: b.label, r: b.r, due: b.due}
@@ -101,20 +148,48 @@ func (h *eventHeap) take(k key) event {
 	return e
 }
 
+// pop takes the least event out (the queue is not empty).
 func (h *eventHeap) pop() event {
-	ks := h.ks
-	top := ks[0]
-	n := len(ks) - 1
-	ks[0] = ks[n]
-	h.ks = ks[:n]
-	h.down(0)
+	if h.rn == 0 {
+		h.settle()
+	}
+	if h.rn > 0 && (h.base == len(h.ks) || h.ks[h.rn-1].before(&h.ks[h.base])) {
+		h.rn--
+		return h.take(h.ks[h.rn])
+	}
+	hp := h.ks[h.base:]
+	top := hp[0]
+	n := len(hp) - 1
+	hp[0] = hp[n]
+	h.ks = h.ks[:h.base+n]
+	down(hp[:n], 0)
 	return h.take(top)
+}
+
+// compact moves the heap down against the run.
+func (h *eventHeap) compact() {
+	h.ks = h.ks[:h.rn+copy(h.ks[h.rn:], h.ks[h.base:])]
+	h.base = h.rn
+}
+
+// settle runs when no run is left: the heap moves back to the front of ks
+// and, holding runMin keys or more, is sorted into a run.
+func (h *eventHeap) settle() {
+	h.compact()
+	if h.runs && len(h.ks) >= runMin {
+		slices.SortFunc(h.ks, func(a, b key) int {
+			if b.before(&a) {
+				return -1 // the least last
+			}
+			return 1
+		})
+		h.rn, h.base = len(h.ks), len(h.ks)
+	}
 }
 
 // up and down move a hole instead of swapping: a key is copied once per
 // level, not twice.
-func (h *eventHeap) up(i int) {
-	ks := h.ks
+func up(ks []key, i int) {
 	k := ks[i]
 	for i > 0 {
 		p := (i - 1) / 2
@@ -127,8 +202,8 @@ func (h *eventHeap) up(i int) {
 	ks[i] = k
 }
 
-func (h *eventHeap) down(i int) {
-	ks, n := h.ks, len(h.ks)
+func down(ks []key, i int) {
+	n := len(ks)
 	if i >= n {
 		return
 	}

@@ -21,8 +21,9 @@ type EventInfo struct {
 func (s *Scheduler) Queued() []EventInfo {
 	s.drainInbox()
 	ks := make([]*key, 0, s.queue.len())
-	for i := range s.queue.ks {
-		k := &s.queue.ks[i]
+	all := s.queue.all()
+	for i := range all {
+		k := &all[i]
 		if s.stops.has(k.id) {
 			continue
 		}
@@ -31,7 +32,7 @@ func (s *Scheduler) Queued() []EventInfo {
 	sort.Slice(ks, func(i, j int) bool { return ks[i].before(ks[j]) })
 	out := make([]EventInfo, len(ks))
 	for i, k := range ks {
-		out[i] = EventInfo{ID: k.id, At: k.at, Label: s.queue.bodies[k.slot].label}
+		out[i] = EventInfo{ID: k.id, At: k.at, Label: s.queue.label(k)}
 	}
 	return out
 }
@@ -45,7 +46,7 @@ func (s *Scheduler) Next() (EventInfo, bool) {
 			s.queue.pop()
 			continue
 		}
-		return EventInfo{ID: e.id, At: e.at, Label: s.queue.label(0)}, true
+		return EventInfo{ID: e.id, At: e.at, Label: s.queue.label(e)}, true
 	}
 	return EventInfo{}, false
 }
@@ -86,22 +87,20 @@ func (s *Scheduler) Deliver(id uint64) bool {
 // order.
 func (h *eventHeap) postpone(at time.Duration) {
 	moved := false
-	for i := range h.ks {
+	for i := range h.all() {
 		if h.ks[i].at < at {
 			h.ks[i].at = at
 			moved = true
 		}
 	}
 	if moved {
-		for i := len(h.ks)/2 - 1; i >= 0; i-- {
-			h.down(i)
-		}
+		h.heapify()
 	}
 }
 
-// find returns the index of the event with id, or -1.
+// find returns the index in all of the event with id, or -1.
 func (h *eventHeap) find(id uint64) int {
-	for i := range h.ks {
+	for i := range h.all() {
 		if h.ks[i].id == id {
 			return i
 		}
@@ -109,17 +108,17 @@ func (h *eventHeap) find(id uint64) int {
 	return -1
 }
 
-// remove takes the event at index i out of the heap and restores the heap
-// order: the last event takes its place and sifts down or up.
+// remove takes the event at index i of all out of the heap and restores
+// the heap order: the last event takes its place and sifts down or up.
 func (h *eventHeap) remove(i int) event {
-	ks := h.ks
+	ks := h.all()
 	n := len(ks) - 1
 	out := ks[i]
 	ks[i] = ks[n]
 	h.ks = ks[:n]
 	if i < n {
-		h.down(i)
-		h.up(i)
+		down(h.ks, i)
+		up(h.ks, i)
 	}
 	return h.take(out)
 }

@@ -154,6 +154,7 @@ func New(opts Options) *Scheduler {
 	if opts.Record {
 		s.rec = &recorder{}
 	}
+	s.queue.runs = s.script == nil && s.pct == nil // the policies scan the queue: one heap
 	return s
 }
 
