@@ -303,10 +303,9 @@ func (s *Scheduler) drainInbox() {
 	s.inbox = s.spareInbox[:0] // two buffers, swapped: no allocation per step
 	s.posts.Store(0)
 	s.mu.Unlock()
-	defer func() {
-		clear(in)
-		s.spareInbox = in[:0]
-	}()
+	// The next drain swaps in back in. Its stale entries are left for later
+	// posts to overwrite, not cleared: a few wakers and funcs kept a while.
+	s.spareInbox = in[:0]
 	for _, p := range in {
 		if p.wake == nil {
 			if s.pct != nil {
