@@ -74,8 +74,8 @@ func (a *key) before(b *key) bool {
 // the same order, since (at, tie, id) is total.
 type eventHeap struct {
 	// ks[:rn] is the run, sorted down to its least key, last; ks[base:] is
-	// the heap; ks[rn:base] is room the run gave up (the heap moves back
-	// to the front once the run is used up).
+	// the heap; ks[rn:base] is room the run gave up (compact closes it: when
+	// the run is used up, or before the heap would grow ks).
 	ks       []key
 	rn, base int
 	runs     bool
@@ -98,7 +98,7 @@ func (h *eventHeap) peek() *key {
 
 // all makes the queue one heap again, ks, and returns it: for the code that
 // scans the queue or takes events out of its middle (policies, Deliver);
-// label, due, find, remove and postpone index into it.
+// due, find and remove index into it.
 func (h *eventHeap) all() []key {
 	if h.rn > 0 || h.base > 0 {
 		h.compact()
