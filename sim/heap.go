@@ -1,7 +1,7 @@
 package sim
 
 import (
-	"slices"
+	"sort"
 	"time"
 )
 
@@ -177,15 +177,18 @@ func (h *eventHeap) compact() {
 func (h *eventHeap) settle() {
 	h.compact()
 	if h.runs && len(h.ks) >= runMin {
-		slices.SortFunc(h.ks, func(a, b key) int {
-			if b.before(&a) {
-				return -1 // the least last
-			}
-			return 1
-		})
+		sort.Sort((*leastLast)(&h.ks)) // a pointer: no allocation for the interface
 		h.rn, h.base = len(h.ks), len(h.ks)
 	}
 }
+
+// leastLast sorts keys down to the least, last (sort.Interface: keys are
+// compared in place, not copied into a comparator).
+type leastLast []key
+
+func (ks *leastLast) Len() int           { return len(*ks) }
+func (ks *leastLast) Less(i, j int) bool { return (*ks)[j].before(&(*ks)[i]) }
+func (ks *leastLast) Swap(i, j int)      { (*ks)[i], (*ks)[j] = (*ks)[j], (*ks)[i] }
 
 // up and down move a hole instead of swapping: a key is copied once per
 // level, not twice.
