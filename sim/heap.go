@@ -67,11 +67,13 @@ func (a *key) before(b *key) bool {
 // each key names the slot of its event's body, and freed slots are reused.
 //
 // A queue loaded in bulk (a log's ops, queued up front) is sorted once into
-// a run, when a pop finds no run left and the heap holds runMin keys or
-// more (with runs set: the default policy): pops then take the least of the
-// run's next key and the heap's top, and the heap holds only what was
-// pushed since, a few levels deep instead of all the ops'. Every layout pops
-// the same order, since (at, tie, id) is total.
+// a run, when a pop finds no run left and runMin keys or more were pushed
+// since the last pop (with runs set: the default policy): pops then take
+// the least of the run's next key and the heap's top, and the heap holds
+// only what was pushed since, a few levels deep instead of all the ops'. A
+// queue that stays long without a bulk load (timer chains re-arming
+// themselves) stays a heap. Every layout pops the same order, since (at,
+// tie, id) is total.
 type eventHeap struct {
 	// ks[:rn] is the run, sorted down to its least key, last; ks[base:] is
 	// the heap; ks[rn:base] is room the run gave up (compact closes it: when
@@ -79,11 +81,12 @@ type eventHeap struct {
 	ks       []key
 	rn, base int
 	runs     bool
+	pushed   int // pushes since the last pop
 	bodies   []body
 	free     int32 // 1 + the slot of the first free body (0: none)
 }
 
-// runMin is the heap size a pop sorts into a run.
+// runMin is the bulk load a pop sorts into a run.
 const runMin = 64
 
 func (h *eventHeap) len() int { return h.rn + len(h.ks) - h.base }
@@ -135,6 +138,7 @@ func (h *eventHeap) push(e event) {
 		h.compact() // the room the run gave up, before growing
 	}
 	h.ks = append(h.ks, k)
+	h.pushed++
 	hp := h.ks[h.base:]
 	up(hp, len(hp)-1)
 }
@@ -150,9 +154,10 @@ func (h *eventHeap) take(k key) event {
 
 // pop takes the least event out (the queue is not empty).
 func (h *eventHeap) pop() event {
-	if h.rn == 0 {
+	if h.rn == 0 && (h.base > 0 || h.pushed >= runMin) {
 		h.settle()
 	}
+	h.pushed = 0
 	if h.rn > 0 && (h.base == len(h.ks) || h.ks[h.rn-1].before(&h.ks[h.base])) {
 		h.rn--
 		return h.take(h.ks[h.rn])
@@ -168,15 +173,17 @@ func (h *eventHeap) pop() event {
 
 // compact moves the heap down against the run.
 func (h *eventHeap) compact() {
-	h.ks = h.ks[:h.rn+copy(h.ks[h.rn:], h.ks[h.base:])]
-	h.base = h.rn
+	if h.base > h.rn {
+		h.ks = h.ks[:h.rn+copy(h.ks[h.rn:], h.ks[h.base:])]
+		h.base = h.rn
+	}
 }
 
 // settle runs when no run is left: the heap moves back to the front of ks
-// and, holding runMin keys or more, is sorted into a run.
+// and, after a bulk load, is sorted into a run.
 func (h *eventHeap) settle() {
 	h.compact()
-	if h.runs && len(h.ks) >= runMin {
+	if h.runs && h.pushed >= runMin {
 		sort.Sort((*leastLast)(&h.ks)) // a pointer: no allocation for the interface
 		h.rn, h.base = len(h.ks), len(h.ks)
 	}
