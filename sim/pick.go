@@ -20,18 +20,19 @@ type EventInfo struct {
 // exactly as Step would draw them. Stopped timers are left out.
 func (s *Scheduler) Queued() []EventInfo {
 	s.drainInbox()
-	es := make([]*event, 0, len(s.queue.es))
-	for i := range s.queue.es {
-		e := &s.queue.es[i]
-		if s.stops.has(e.id) {
+	ks := make([]*key, 0, s.queue.len())
+	all := s.queue.all()
+	for i := range all {
+		k := &all[i]
+		if s.stops.has(k.id) {
 			continue
 		}
-		es = append(es, e)
+		ks = append(ks, k)
 	}
-	sort.Slice(es, func(i, j int) bool { return es[i].before(es[j]) })
-	out := make([]EventInfo, len(es))
-	for i, e := range es {
-		out[i] = EventInfo{ID: e.id, At: e.at, Label: e.label}
+	sort.Slice(ks, func(i, j int) bool { return ks[i].before(ks[j]) })
+	out := make([]EventInfo, len(ks))
+	for i, k := range ks {
+		out[i] = EventInfo{ID: k.id, At: k.at, Label: s.queue.label(k)}
 	}
 	return out
 }
@@ -45,7 +46,7 @@ func (s *Scheduler) Next() (EventInfo, bool) {
 			s.queue.pop()
 			continue
 		}
-		return EventInfo{ID: e.id, At: e.at, Label: e.label}, true
+		return EventInfo{ID: e.id, At: e.at, Label: s.queue.label(e)}, true
 	}
 	return EventInfo{}, false
 }
@@ -86,41 +87,38 @@ func (s *Scheduler) Deliver(id uint64) bool {
 // order.
 func (h *eventHeap) postpone(at time.Duration) {
 	moved := false
-	for i := range h.es {
-		if h.es[i].at < at {
-			h.es[i].at = at
+	for i := range h.all() {
+		if h.ks[i].at < at {
+			h.ks[i].at = at
 			moved = true
 		}
 	}
 	if moved {
-		for i := len(h.es)/2 - 1; i >= 0; i-- {
-			h.down(i)
-		}
+		h.heapify()
 	}
 }
 
-// find returns the index of the event with id, or -1.
+// find returns the index in all of the event with id, or -1.
 func (h *eventHeap) find(id uint64) int {
-	for i := range h.es {
-		if h.es[i].id == id {
+	for i := range h.all() {
+		if h.ks[i].id == id {
 			return i
 		}
 	}
 	return -1
 }
 
-// remove takes the event at index i out of the heap and restores the heap
-// order: the last event takes its place and sifts down or up.
+// remove takes the event at index i of all out of the heap and restores
+// the heap order: the last event takes its place and sifts down or up.
 func (h *eventHeap) remove(i int) event {
-	es := h.es
-	n := len(es) - 1
-	out := es[i]
-	es[i] = es[n]
-	es[n] = event{}
-	h.es = es[:n]
+	ks := h.all()
+	n := len(ks) - 1
+	out := ks[i]
+	ks[i] = ks[n]
+	h.ks = ks[:n]
 	if i < n {
-		h.down(i)
-		h.up(i)
+		down(h.ks, i)
+		up(h.ks, i)
 	}
-	return out
+	return h.take(out)
 }

@@ -146,7 +146,7 @@ func TestHeapRemove(t *testing.T) {
 	for round := range 200 {
 		var h eventHeap
 		for i := range 1 + r.Intn(60) {
-			h.push(event{at: time.Duration(r.Intn(10)), tie: r.Uint64(), id: uint64(i + 1)})
+			h.push(event{key: key{at: time.Duration(r.Intn(10)), tie: r.Uint64(), id: uint64(i + 1)}})
 		}
 		for range r.Intn(h.len()) {
 			h.remove(r.Intn(h.len()))
@@ -154,10 +154,55 @@ func TestHeapRemove(t *testing.T) {
 		var prev *event
 		for h.len() > 0 {
 			e := h.pop()
-			if prev != nil && e.before(prev) {
+			if prev != nil && e.before(&prev.key) {
 				t.Fatalf("round %d: heap order broken after remove (repro: go test ./sim -run TestHeapRemove)", round)
 			}
 			prev = &e
+		}
+	}
+}
+
+// TestHeapRuns: a queue sorted into runs pops exactly what a plain heap
+// pops, through bulk loads, pushes between pops and the policies' all.
+func TestHeapRuns(t *testing.T) {
+	r := NewRand(11)
+	for round := range 100 {
+		var plain, runs eventHeap
+		runs.runs = true
+		id := uint64(0)
+		push := func(at time.Duration) {
+			id++
+			e := event{key: key{at: at, tie: r.Uint64(), id: id}}
+			plain.push(e)
+			runs.push(e)
+		}
+		now := time.Duration(0)
+		for range 1 + r.Intn(4) {
+			for range r.Intn(3 * runMin) { // a bulk load
+				push(now + time.Duration(r.Intn(1000)))
+			}
+			for range r.Intn(4 * runMin) {
+				if plain.len() != runs.len() {
+					t.Fatalf("round %d: %d queued, the plain heap %d (repro: go test ./sim -run TestHeapRuns)", round, runs.len(), plain.len())
+				}
+				if plain.len() == 0 {
+					break
+				}
+				if r.Intn(50) == 0 {
+					runs.all()
+				}
+				if *runs.peek() != *plain.peek() {
+					t.Fatalf("round %d: peek %+v, the plain heap %+v (repro: go test ./sim -run TestHeapRuns)", round, *runs.peek(), *plain.peek())
+				}
+				want, got := plain.pop(), runs.pop()
+				if got.id != want.id {
+					t.Fatalf("round %d: popped %d, the plain heap %d (repro: go test ./sim -run TestHeapRuns)", round, got.id, want.id)
+				}
+				now = got.at
+				for range r.Intn(3) {
+					push(now + time.Duration(r.Intn(20)))
+				}
+			}
 		}
 	}
 }

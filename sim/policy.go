@@ -143,11 +143,11 @@ func (s *Scheduler) stepPCT() bool {
 	if !s.purgeTop() {
 		return false
 	}
-	es := s.queue.es
+	es := s.queue.all()
 	deadline := time.Duration(math.MaxInt64)
 	for i := range es {
-		if es[i].due < deadline && !s.stops.has(es[i].id) {
-			deadline = es[i].due
+		if d := s.queue.due(i); d < deadline && !s.stops.has(es[i].id) {
+			deadline = d
 		}
 	}
 	p := s.pct
@@ -167,7 +167,7 @@ func (s *Scheduler) stepPCT() bool {
 }
 
 func (s *Scheduler) pctBest(deadline time.Duration) (best, n int) {
-	es, prio := s.queue.es, s.pct.prio
+	es, prio := s.queue.all(), s.pct.prio
 	best = -1
 	for i := range es {
 		e := &es[i]
@@ -292,7 +292,7 @@ func (s *Scheduler) stepScripted() bool {
 	}
 	idx := 0
 	if rank := s.script.rank(s.steps + 1); rank > 0 {
-		es := s.queue.es
+		es := s.queue.all()
 		at := es[0].at
 		var cands []int
 		for i := range es {

@@ -154,12 +154,16 @@ func New(opts Options) *Scheduler {
 	if opts.Record {
 		s.rec = &recorder{}
 	}
+	s.queue.runs = s.script == nil && s.pct == nil // the policies scan the queue: one heap
 	return s
 }
 
 // Reserve makes room for n queued events, so a run that knows its size
 // (a log's ops are queued up front) grows the queue once.
-func (s *Scheduler) Reserve(n int) { s.queue.es = slices.Grow(s.queue.es, n) }
+func (s *Scheduler) Reserve(n int) {
+	s.queue.ks = slices.Grow(s.queue.ks, n)
+	s.queue.bodies = slices.Grow(s.queue.bodies, n)
+}
 
 // Seed is the run's seed.
 func (s *Scheduler) Seed() uint64 { return s.root }
@@ -274,13 +278,13 @@ func (s *Scheduler) push(at time.Duration, label string, r Runner) uint64 {
 	}
 	if s.script != nil || s.pct != nil {
 		// No seeded tie-break: the heap orders by (time, creation).
-		e := event{at: at, due: at, id: s.seq, label: label, r: r}
+		e := event{key: key{at: at, id: s.seq}, due: at, label: label, r: r}
 		if s.pct != nil {
 			e.src = s.pct.eventSource()
 		}
 		s.queue.push(e)
 	} else {
-		s.queue.push(event{at: at, tie: s.rng.Uint64(), id: s.seq, label: label, r: r})
+		s.queue.push(event{key: key{at: at, tie: s.rng.Uint64(), id: s.seq}, label: label, r: r})
 	}
 	if s.rec != nil {
 		s.rec.pushed(s.seq, s.steps, at)
@@ -299,10 +303,9 @@ func (s *Scheduler) drainInbox() {
 	s.inbox = s.spareInbox[:0] // two buffers, swapped: no allocation per step
 	s.posts.Store(0)
 	s.mu.Unlock()
-	defer func() {
-		clear(in)
-		s.spareInbox = in[:0]
-	}()
+	// The next drain swaps in back in. Its stale entries are left for later
+	// posts to overwrite, not cleared: a few wakers and funcs kept a while.
+	s.spareInbox = in[:0]
 	for _, p := range in {
 		if p.wake == nil {
 			if s.pct != nil {
@@ -354,7 +357,7 @@ func (s *Scheduler) coalesce() bool {
 // may deliver it as late as MaxWakeDelay after the trigger.
 func (s *Scheduler) pushWake(at time.Duration, w *waker) {
 	s.seq++
-	e := event{at: at, due: at, id: s.seq, label: w.label, r: w}
+	e := event{key: key{at: at, id: s.seq}, due: at, label: w.label, r: w}
 	if s.pct != nil {
 		if w.src < 0 {
 			w.src = s.pct.newSource()

@@ -512,6 +512,18 @@ func (d *Driver) changed(c *call) {
 // unlockAndWake releases d.mu, then triggers the wakers of every changed
 // call. A trigger only queues the callback on the runtime.
 func (d *Driver) unlockAndWake() {
+	switch len(d.toWake) {
+	case 0:
+		d.mu.Unlock()
+		return
+	case 1: // the usual change: one call, nothing to copy
+		c := d.toWake[0]
+		d.toWake[0], d.toWake = nil, d.toWake[:0]
+		c.listed = false
+		d.mu.Unlock()
+		c.wake()
+		return
+	}
 	var buf [8]*call // the usual few calls stay off the heap
 	ws := append(buf[:0], d.toWake...)
 	clear(d.toWake)
