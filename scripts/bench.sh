@@ -11,7 +11,7 @@ run() { go test -run '^$' -count 1 "$@" | tee -a "$out" | grep -E '^Benchmark' ;
 : > "$out.blob"
 echo "# machine: $(nproc) cores, $(go version | cut -d' ' -f3-), $(date -u +%F)"
 run -bench 'Loop' -benchtime 2000000x -count 3 ./sim
-run -bench 'RunSeed|PipelineVsBare' -benchtime 300x -benchmem ./fuzz/engine
+run -bench 'RunSeed|PipelineVsBare|FixedCost' -benchtime 300x -benchmem ./fuzz/engine
 run -bench 'Check' -benchtime 5x ./model
 run -bench 'Overhead' -benchtime 2000x -count 5 ./drivers/monitor
 run -bench 'DecodeRun' -benchtime 300x ./fuzz
@@ -56,6 +56,8 @@ echo
 echo "## figures (same run)"
 awk -v s="$sched" -v b="$bare" 'BEGIN{printf "scheduler / bare priority-queue loop (events/s): %.2f   (%.0f vs %.0f)\n", s/b, s, b}'
 awk -v n="$seeds" -v e="$evs" -v b="$bare" 'BEGIN{printf "full pipeline: %.0f seeds/s (%.0f seeds/min), %.0f events/seed; checked event rate / bare loop: %.3f\n", n, n*60, e, n*e/b}'
+fc=$(metric 'BenchmarkFixedCost' ns/op); fa=$(metric 'BenchmarkFixedCost' allocs/op); sn=$(metric 'BenchmarkRunSeed' ns/op)
+awk -v f="$fc" -v a="$fa" -v s="$sn" 'BEGIN{printf "fixed cost of a run (2-op seeds: set-up and checks): %.0f µs, %.0f allocs; %.2f of a 100-op seed\n", f/1e3, a, f/s}'
 grep -E '^BenchmarkCheck' "$out" | awk '{for (i=2;i<=NF;i++) if ($i=="ms/10k-ops") v=$(i-1); printf "porcupine %-32s %8.2f ms per 10k ops\n", $1, v}'
 awk -v r="$fo" 'BEGIN{printf "monitor overhead, fake driver (worst case): monitored/bare = %.2f (paired rounds, median of ratios; median of 5 runs)\n", r}'
 awk -v r="$mo" 'BEGIN{printf "monitor overhead, memdriver: monitored/bare = %.2f (paired rounds, median of ratios; median of 5 runs)\n", r}'
