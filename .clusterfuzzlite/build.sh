@@ -2,7 +2,8 @@
 # ClusterFuzzLite (or OSS-Fuzz) build of storesim's fuzz targets, run by the
 # base-builder-go image with $SRC, $OUT and compile_native_go_fuzzer_v2 set
 # up. One libFuzzer binary per target of fuzz/targets, and a seed corpus
-# zip for each from the committed corpus files under fuzz/testdata/fuzz.
+# zip for each from the committed corpus files under fuzz/testdata/fuzz and
+# fuzz/machine/testdata/fuzz.
 #
 # go test ./fuzz/fuzztool -run TestClusterFuzzLiteBuild runs this script
 # with a stand-in for compile_native_go_fuzzer_v2 that stops at the Go

@@ -1,10 +1,13 @@
-// Package fuzz holds storesim's property tests and go test -fuzz targets: the
-// search half of "find and replay".
+// Package fuzz holds storesim's go test -fuzz targets over op logs; with the
+// rapid state machine tests of package fuzz/machine they are the search half
+// of "find and replay". The rapid tests live beside the machine so that
+// this package's test binary does not link rapid: go test -fuzz instruments
+// every package linked in and walks all their coverage counters per exec.
 //
 // # Targets
 //
-//   - TestBackendStateMachine / FuzzBackendStateMachine: the state machine
-//     of package fuzz/machine over the backend with the reference drivers
+//   - TestBackendStateMachine / FuzzBackendStateMachine (in fuzz/machine):
+//     the state machine over the backend with the reference drivers
 //     (memory and together, AbsentIsMiss true and false, two endpoints on
 //     one memdriver.Store), driven by rapid. rapid draws the operations, the
 //     faults and the schedule (which queued event runs next), so it shrinks
@@ -19,24 +22,28 @@
 //
 // # Regressions
 //
-// rapid writes a failing case to testdata/rapid/<Test>/<Test>-*.fail and
-// replays every such file first on each later run (it globs that directory),
-// so a committed fail file is a regression test; replay one alone with
-// go test ./fuzz -run TestBackendStateMachine -rapid.failfile=FILE.
-// go test -fuzz writes failing inputs to testdata/fuzz/<Target>/, which plain
-// go test replays as subtests; the seed corpus lives there too (regenerate
-// the generated part with go test ./fuzz -run TestSeedCorpus -writecorpus).
-// testdata/fuzz/FuzzMachine/ seeds fuzz/targets.Machine, the byte-driven
-// state machine (machine.Generate's inputs; regenerate with
-// go test ./fuzz -run TestBytesMachine -writecorpus); fuzz/fuzztool zips
-// every corpus directory for fuzzing builders outside go test.
+// rapid writes a failing case to testdata/rapid/<Test>/<Test>-*.fail (of
+// fuzz/machine) and replays every such file first on each later run (it
+// globs that directory), so a committed fail file is a regression test;
+// replay one alone with
+// go test ./fuzz/machine -run TestBackendStateMachine -rapid.failfile=FILE.
+// go test -fuzz writes failing inputs to testdata/fuzz/<Target>/ of the
+// target's package, which plain go test replays as subtests; the seed
+// corpus lives there too (regenerate the generated part with
+// go test ./fuzz -run TestSeedCorpus -writecorpus, and
+// go test ./fuzz/machine -run TestSeedCorpus -writecorpus).
+// fuzz/machine/testdata/fuzz/FuzzMachine/ seeds fuzz/targets.Machine, the
+// byte-driven state machine (machine.Generate's inputs; regenerate with
+// go test ./fuzz/machine -run TestBytesMachine -writecorpus); fuzz/fuzztool
+// zips every corpus directory for fuzzing builders outside go test.
 //
 // rapid skips a fail file that no longer replays (its draws run out, or
 // another rapid version wrote it) with a log line only, and go test skips a
 // corpus input its target finds invalid; either would let a regression file
-// go dead in silence. TestRapidFailFilesReplay fails instead when a
-// committed fail file does not replay to its end (or fails again), and
-// TestCorpusFilesReplay when a committed corpus file no longer runs.
+// go dead in silence. TestRapidFailFilesReplay (fuzz/machine) fails
+// instead when a committed fail file does not replay to its end (or fails
+// again), and TestCorpusFilesReplay (in both packages) when a committed
+// corpus file no longer runs.
 //
 // # Regression
 //
@@ -50,7 +57,8 @@
 // buggy one, so 64 zero draws follow them (its header says so): without
 // them rapid called the file "no longer valid" and skipped it.
 //
-// scripts/fuzz-smoke.sh (make fuzz-smoke) runs every fuzz target for a while.
+// scripts/fuzz-smoke.sh (make fuzz-smoke) runs every fuzz target of both
+// packages for a while.
 // It passes -fuzzminimizetime 100x: go minimizes each input that adds
 // coverage for up to 60 s by default without counting those runs, and these
 // millisecond-long targets find new coverage often, so without the limit a

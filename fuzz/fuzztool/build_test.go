@@ -164,7 +164,7 @@ func TestClusterFuzzLiteBuild(t *testing.T) {
 			t.Fatalf("%s: %v (or empty) %s", zipPath, err, repro(t))
 		}
 		zr.Close()
-		entries, _ := readCorpus(testdata, f.corpus)
+		entries, _ := readCorpus(root, f.corpus)
 		want := filepath.Join(tmp, "want-"+f.name)
 		os.MkdirAll(want, 0o755)
 		for _, e := range entries {

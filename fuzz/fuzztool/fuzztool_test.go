@@ -19,7 +19,8 @@ import (
 	"github.com/storesim/storesim/fuzz/targets"
 )
 
-const testdata = "../testdata/fuzz"
+// root is the module root, which fuzzers' corpus directories are under.
+const root = "../.."
 
 func repro(t *testing.T) string {
 	return fmt.Sprintf("(repro: go test ./fuzz/fuzztool -run '^%s$')", strings.ReplaceAll(t.Name(), "/", "$/^"))
@@ -42,7 +43,7 @@ func fuzztool(args ...string) result {
 func TestCorpusRuns(t *testing.T) {
 	for _, f := range fuzzers() {
 		t.Run(f.target.Name, func(t *testing.T) {
-			entries, err := readCorpus(testdata, f.corpus)
+			entries, err := readCorpus(root, f.corpus)
 			if err != nil || len(entries) == 0 {
 				t.Fatalf("corpus of %s (%v): %d entries, %v %s", f.target.Name, f.corpus, len(entries), err, repro(t))
 			}
@@ -111,12 +112,12 @@ func TestCorpusZip(t *testing.T) {
 	for _, enc := range []string{"v2", "headers", "raw"} {
 		t.Run(enc, func(t *testing.T) {
 			out := t.TempDir()
-			got := fuzztool("corpus", "-out", out, "-testdata", testdata, "-encoding", enc)
+			got := fuzztool("corpus", "-out", out, "-root", root, "-encoding", enc)
 			if got.code != 0 {
 				t.Fatalf("fuzztool corpus -encoding %s: exit %d\n%s %s", enc, got.code, got.stderr, repro(t))
 			}
 			for _, f := range fuzzers() {
-				entries, _ := readCorpus(testdata, f.corpus)
+				entries, _ := readCorpus(root, f.corpus)
 				want := map[string][]byte{}
 				for _, e := range entries {
 					if _, ok := frame(e.data, enc); ok {
@@ -160,7 +161,7 @@ func TestCorpusZip(t *testing.T) {
 		{"corpus"},
 		{"corpus", "-out", t.TempDir(), "-encoding", "zip"},
 		{"corpus", "-out", t.TempDir(), "-builder", t.TempDir()},
-		{"corpus", "-out", t.TempDir(), "-testdata", t.TempDir()},
+		{"corpus", "-out", t.TempDir(), "-root", t.TempDir()},
 		{"frobnicate"},
 	} {
 		got := fuzztool(bad...)
@@ -181,7 +182,7 @@ func brokenFactory(_ string, env registry.Env) (drivers.Driver, error) {
 // passing one 0); a crash file is unframed as the builder framed it; bad
 // arguments exit 2.
 func TestFailuresEndWithRepro(t *testing.T) {
-	entries, err := readCorpus(testdata, []string{"FuzzOpLog"})
+	entries, err := readCorpus(root, []string{"fuzz/testdata/fuzz/FuzzOpLog"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func TestFailuresEndWithRepro(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	corpusFile := filepath.Join(testdata, "FuzzOpLog", "seed-00")
+	corpusFile := filepath.Join(root, "fuzz", "testdata", "fuzz", "FuzzOpLog", "seed-00")
 	crash := filepath.Join(dir, "crash-v2")
 	framed, _ := frame(data, "v2")
 	os.WriteFile(crash, framed, 0o644)
@@ -228,7 +229,7 @@ func TestFailuresEndWithRepro(t *testing.T) {
 		{"repro", "-target", "OpLog", corpusFile},
 		{"repro", "-target", "OpLog", crash},
 		{"repro", "-target", "OpLog", "-encoding", "headers", crashHeaders},
-		{"repro", "-target", "Machine", filepath.Join(testdata, "FuzzMachine", "seed-00")},
+		{"repro", "-target", "Machine", filepath.Join(root, "fuzz", "machine", "testdata", "fuzz", "FuzzMachine", "seed-00")},
 		{"repro", "-target", "ParseOpLog", "-hex", hex.EncodeToString([]byte("storesim-oplog v1\n"))},
 	} {
 		if got := fuzztool(args...); got.code != 0 || !strings.Contains(got.stdout, ": pass (") {

@@ -4,9 +4,10 @@
 //	fuzztool list
 //	    one line per target of fuzz/targets: PACKAGE FUNCTION FUZZER, the
 //	    arguments of compile_native_go_fuzzer_v2
-//	fuzztool corpus -out DIR [-testdata fuzz/testdata/fuzz] [-encoding E | -builder DIR]
+//	fuzztool corpus -out DIR [-root .] [-encoding E | -builder DIR]
 //	    DIR/FUZZER_seed_corpus.zip for every target, from the committed
-//	    corpus files of package fuzz, each input framed as the builder's
+//	    corpus files of packages fuzz and fuzz/machine under the module
+//	    root, each input framed as the builder's
 //	    testing package hands it to f.Fuzz
 //	fuzztool repro -target NAME (-hex HEX | FILE) [-encoding E]
 //	    run one input on one target: a failure prints its report and exits
@@ -33,6 +34,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -41,13 +43,13 @@ import (
 	"github.com/storesim/storesim/fuzz/targets"
 )
 
-// fuzzer is how the builders know a target: its corpus directories under
-// fuzz/testdata/fuzz (named for package fuzz's go test -fuzz targets) and
-// its fuzzer binary name.
+// fuzzer is how the builders know a target: its corpus directories
+// (testdata/fuzz/<Target> of the package whose go test -fuzz target or
+// test keeps them, relative to the module root) and its fuzzer binary name.
 type fuzzer struct {
 	target targets.Target
 	name   string   // the binary, and FUZZER_seed_corpus.zip
-	corpus []string // directories of committed corpus files
+	corpus []string // directories of committed corpus files, slash-separated
 }
 
 const pkg = "github.com/storesim/storesim/fuzz/targets"
@@ -60,11 +62,11 @@ func fuzzers() []fuzzer {
 		name   string
 		corpus []string
 	}{
-		"OpLog":      {"storesim_oplog", []string{"FuzzOpLog"}},
-		"ParseOpLog": {"storesim_parse_oplog", []string{"FuzzParseOpLog"}},
+		"OpLog":      {"storesim_oplog", []string{"fuzz/testdata/fuzz/FuzzOpLog"}},
+		"ParseOpLog": {"storesim_parse_oplog", []string{"fuzz/testdata/fuzz/FuzzParseOpLog"}},
 		// machine.Generate's inputs (TestBytesMachine keeps them), and
-		// rapid's random bytes of package fuzz's state machine corpus.
-		"Machine": {"storesim_machine", []string{"FuzzMachine", "FuzzBackendStateMachine"}},
+		// rapid's random bytes of the rapid state machine's corpus.
+		"Machine": {"storesim_machine", []string{"fuzz/machine/testdata/fuzz/FuzzMachine", "fuzz/machine/testdata/fuzz/FuzzBackendStateMachine"}},
 	}
 	var out []fuzzer
 	for _, t := range targets.All {
@@ -108,7 +110,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func corpusCmd(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("corpus", flag.ContinueOnError)
 	out := fs.String("out", "", "write FUZZER_seed_corpus.zip here")
-	testdata := fs.String("testdata", filepath.Join("fuzz", "testdata", "fuzz"), "the committed corpus directories")
+	root := fs.String("root", ".", "the module root, which the committed corpus directories are under")
 	enc := fs.String("encoding", "", "v2, headers or raw (default: from -builder, else v2)")
 	builder := fs.String("builder", "", "the go-118-fuzz-build module directory whose testing package the build links")
 	fs.SetOutput(io.Discard)
@@ -127,7 +129,7 @@ func corpusCmd(args []string, stdout io.Writer) error {
 	}
 	for _, f := range fuzzers() {
 		path := filepath.Join(*out, f.name+"_seed_corpus.zip")
-		n, err := writeZip(path, *testdata, f.corpus, e)
+		n, err := writeZip(path, *root, f.corpus, e)
 		if err != nil {
 			return err
 		}
@@ -165,11 +167,12 @@ type entry struct {
 	data []byte
 }
 
-// readCorpus reads every file of the corpus directories, sorted by name.
-func readCorpus(testdata string, dirs []string) ([]entry, error) {
+// readCorpus reads every file of the corpus directories under root, sorted
+// by name; each is named by its directory's last element (the target).
+func readCorpus(root string, dirs []string) ([]entry, error) {
 	var out []entry
 	for _, d := range dirs {
-		files, err := os.ReadDir(filepath.Join(testdata, d))
+		files, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(d)))
 		if err != nil {
 			return nil, err
 		}
@@ -181,7 +184,7 @@ func readCorpus(testdata string, dirs []string) ([]entry, error) {
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			p := filepath.Join(testdata, d, n)
+			p := filepath.Join(root, filepath.FromSlash(d), n)
 			text, err := os.ReadFile(p)
 			if err != nil {
 				return nil, err
@@ -190,7 +193,7 @@ func readCorpus(testdata string, dirs []string) ([]entry, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: %v", p, err)
 			}
-			out = append(out, entry{d + "/" + n, data})
+			out = append(out, entry{path.Base(d) + "/" + n, data})
 		}
 	}
 	return out, nil
@@ -261,8 +264,8 @@ func unframe(in []byte, enc string) ([]byte, bool) {
 	return in, true
 }
 
-func writeZip(path, testdata string, dirs []string, enc string) (int, error) {
-	entries, err := readCorpus(testdata, dirs)
+func writeZip(path, root string, dirs []string, enc string) (int, error) {
+	entries, err := readCorpus(root, dirs)
 	if err != nil {
 		return 0, err
 	}

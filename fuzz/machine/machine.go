@@ -6,7 +6,7 @@
 // runs at the end, through engine.Check.
 //
 // The machine does not know where its draws come from. T is that source:
-// package fuzz drives it with rapid (TestBackendStateMachine,
+// the tests of this package drive it with rapid (TestBackendStateMachine,
 // FuzzBackendStateMachine: rapid shrinks operations, faults and schedule
 // together), and Bytes drives it from raw bytes with no testing package at
 // all, for fuzzing builders outside go test (fuzz/targets.Machine).

@@ -22,9 +22,9 @@
 // plant driver bugs through it), and beside it, in <file>_fuzz_test.go, the
 // native Go fuzz test FuzzX(f *testing.F) that go-118-fuzz-build compiles:
 // its f.Fuzz body only calls the target, so the build needs nothing else
-// from the test files. The seed corpora are the committed ones of package
-// fuzz (fuzz/testdata/fuzz/), zipped for the builders by
-// go run ./fuzz/fuzztool corpus.
+// from the test files. The seed corpora are the committed ones of packages
+// fuzz and fuzz/machine (fuzz/testdata/fuzz/, fuzz/machine/testdata/fuzz/),
+// zipped for the builders by go run ./fuzz/fuzztool corpus.
 package targets
 
 import (

@@ -1,4 +1,4 @@
-package fuzz
+package machine_test
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 
 // bytesMachineSeeds make the committed seed corpus of the byte-driven state
 // machine (fuzz/targets.Machine): machine.Generate's inputs, 200 actions
-// each, under fuzz/testdata/fuzz/FuzzMachine/ (no target of this package
+// each, under testdata/fuzz/FuzzMachine/ (no target of this package
 // has that name; fuzz/fuzztool zips the directory for the fuzzing
 // builders).
 var bytesMachineSeeds = []uint64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
@@ -24,7 +24,7 @@ func bytesMachineCorpus(t *testing.T) []corpusEntry {
 	for _, seed := range bytesMachineSeeds {
 		in, err := machine.Generate(seed, 200, machine.Options{})
 		if err != nil {
-			t.Fatalf("machine.Generate(%d): the generated run fails: %v (repro: go test ./fuzz -run TestBytesMachine)", seed, err)
+			t.Fatalf("machine.Generate(%d): the generated run fails: %v (repro: go test ./fuzz/machine -run TestBytesMachine)", seed, err)
 		}
 		out = append(out, corpusEntry{"FuzzMachine", fmt.Sprintf("seed-%02d", seed), in})
 	}
@@ -38,7 +38,7 @@ func bytesMachineCorpus(t *testing.T) []corpusEntry {
 // counts); together they are not vacuous; and a driver with a planted bug
 // fails through the same bytes, naming its rule.
 func TestBytesMachine(t *testing.T) {
-	const repro = "(repro: go test ./fuzz -run TestBytesMachine)"
+	const repro = "(repro: go test ./fuzz/machine -run TestBytesMachine)"
 	entries := bytesMachineCorpus(t)
 	var total machine.Stats
 	for i, e := range entries {
@@ -52,11 +52,11 @@ func TestBytesMachine(t *testing.T) {
 		}
 		got, err := os.ReadFile(e.path())
 		if err != nil || string(got) != e.body() {
-			t.Fatalf("corpus file %s is missing or stale (%v): regenerate with go test ./fuzz -run TestBytesMachine -writecorpus %s", e.path(), err, repro)
+			t.Fatalf("corpus file %s is missing or stale (%v): regenerate with go test ./fuzz/machine -run TestBytesMachine -writecorpus %s", e.path(), err, repro)
 		}
 		var gen, replay machine.Stats
 		machine.Generate(bytesMachineSeeds[i], 200, machine.Options{Stats: &gen})
-		if err := machine.RunBytes(e.value.([]byte), machine.Options{Stats: &replay}); err != nil {
+		if err := machine.RunBytes(e.value, machine.Options{Stats: &replay}); err != nil {
 			t.Fatalf("%s fails on the reference drivers:\n%v\n%s", e.path(), err, repro)
 		}
 		if gen != replay {
@@ -88,7 +88,7 @@ func TestBytesMachine(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			var msgs []string
 			for _, e := range entries {
-				if err := machine.RunBytes(e.value.([]byte), machine.Options{Wrap: p.wrap}); err != nil {
+				if err := machine.RunBytes(e.value, machine.Options{Wrap: p.wrap}); err != nil {
 					msgs = append(msgs, err.Error())
 				}
 			}
@@ -99,7 +99,7 @@ func TestBytesMachine(t *testing.T) {
 					}
 				}
 			}
-			t.Fatalf("the byte-driven machine on its corpus did not catch the planted %s bug (%d failures, none naming %v):\n%s\n(repro: go test ./fuzz -run 'TestBytesMachine/%s')", p.name, len(msgs), p.rules, strings.Join(msgs, "\n"), p.name)
+			t.Fatalf("the byte-driven machine on its corpus did not catch the planted %s bug (%d failures, none naming %v):\n%s\n(repro: go test ./fuzz/machine -run 'TestBytesMachine/%s')", p.name, len(msgs), p.rules, strings.Join(msgs, "\n"), p.name)
 		})
 	}
 }

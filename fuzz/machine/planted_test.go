@@ -1,4 +1,4 @@
-package fuzz
+package machine_test
 
 import (
 	"flag"
@@ -87,14 +87,14 @@ func TestMachineCatchesPlantedBugs(t *testing.T) {
 			rapid.Check(rec, property(machine.Options{Wrap: c.wrap}))
 			out := rec.String()
 			if !rec.failed {
-				t.Fatalf("the state machine passed a driver with a planted %s bug (repro: go test ./fuzz -run 'TestMachineCatchesPlantedBugs/%s')", c.name, c.name)
+				t.Fatalf("the state machine passed a driver with a planted %s bug (repro: go test ./fuzz/machine -run 'TestMachineCatchesPlantedBugs/%s')", c.name, c.name)
 			}
 			for _, rule := range c.rules {
 				if strings.Contains(out, rule) {
 					return
 				}
 			}
-			t.Fatalf("the state machine failed on the planted %s bug but named none of %v:\n%s\n(repro: go test ./fuzz -run 'TestMachineCatchesPlantedBugs/%s')", c.name, c.rules, out, c.name)
+			t.Fatalf("the state machine failed on the planted %s bug but named none of %v:\n%s\n(repro: go test ./fuzz/machine -run 'TestMachineCatchesPlantedBugs/%s')", c.name, c.rules, out, c.name)
 		})
 	}
 }

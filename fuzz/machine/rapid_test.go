@@ -1,4 +1,4 @@
-package fuzz
+package machine_test
 
 import (
 	"testing"
@@ -11,11 +11,11 @@ import (
 // machineRepro is how a failure of the state machine replays: rapid names
 // the fail file it wrote (testdata/rapid/…), and go test -fuzz the corpus
 // entry (testdata/fuzz/FuzzBackendStateMachine/…).
-const machineRepro = "(repro: go test ./fuzz -run '^TestBackendStateMachine$' -rapid.failfile=FILE with the fail file rapid names below, " +
-	"or go test ./fuzz -run 'FuzzBackendStateMachine/ENTRY' with the corpus entry go test -fuzz wrote)"
+const machineRepro = "(repro: go test ./fuzz/machine -run '^TestBackendStateMachine$' -rapid.failfile=FILE with the fail file rapid names below, " +
+	"or go test ./fuzz/machine -run 'FuzzBackendStateMachine/ENTRY' with the corpus entry go test -fuzz wrote)"
 
 // TestBackendStateMachine: rapid draws operations, faults and the schedule
-// of the state machine of package fuzz/machine (two endpoints on one store)
+// of this package's state machine (two endpoints on one store)
 // and checks every invariant after each action and every check of SPEC §5
 // at the end. Fail files under testdata/rapid/TestBackendStateMachine/
 // replay first.
@@ -30,7 +30,7 @@ func TestBackendStateMachine(t *testing.T) {
 	// fails and cancels attempts, reorders deliveries, changes faults and
 	// shuts endpoints down mid-run.
 	if st.Admitted < 100 || st.Delivered == 0 || st.Failed == 0 || st.Cancelled == 0 || st.Reordered == 0 || st.Faults == 0 || st.MidShutdowns == 0 || st.Served == 0 {
-		t.Fatalf("state machine too thin: %+v (repro: go test ./fuzz -run '^TestBackendStateMachine$')", st)
+		t.Fatalf("state machine too thin: %+v (repro: go test ./fuzz/machine -run '^TestBackendStateMachine$')", st)
 	}
 }
 
