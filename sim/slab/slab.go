@@ -28,18 +28,19 @@ const firstChunk = 16
 // The zero value is ready for use.
 type Of[T any] struct {
 	free []T
-	next int // length of the next chunk (0: firstChunk, or Reserve's)
+	next int // length of the next chunk (0: firstChunk; below 0: Reserve's, negated)
 	_    struct{}
 }
 
-// Reserve makes the first chunk hold n values (at most a chunk's
-// chunkLen): an owner that knows about how many records its run makes
-// neither zeroes and keeps 16 for a short run's two nor grows through
-// 16, 32, … for a long one. A chunk after it is at least firstChunk long.
-// Only a Reserve before the first value counts; n <= 0 does nothing.
+// Reserve makes the first chunk hold n values (at most chunkLen): an
+// owner that knows about how many records its run makes neither zeroes
+// and keeps 16 for a short run's two nor grows through 16, 32, … for a
+// long one. The chunk after it holds half as many (at least firstChunk),
+// and from there they double. Only a Reserve before the first value
+// counts; n <= 0 does nothing.
 func (s *Of[T]) Reserve(n int) {
 	if s.next == 0 && n > 0 {
-		s.next = n
+		s.next = -n
 	}
 }
 
@@ -69,12 +70,21 @@ func (s *Of[T]) Make(n int) []T {
 
 func (s *Of[T]) grow(n int) {
 	size := s.next
-	if size == 0 {
+	switch {
+	case size < 0: // Reserve's
+		size = -size
+	case size == 0:
 		size = firstChunk
 	}
 	size = min(max(size, n), chunkLen[T]()) // n is at most half a chunk (Make)
 	s.free = make([]T, size)
-	s.next = max(2*size, firstChunk)
+	if s.next < 0 {
+		// What outgrows a reserved chunk is seldom as much again: the
+		// next holds half as many, and from there they double.
+		s.next = max(size/2, firstChunk)
+	} else {
+		s.next = max(2*size, firstChunk)
+	}
 }
 
 // chunkLen is the most T's a chunk holds.

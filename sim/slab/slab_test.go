@@ -66,7 +66,16 @@ func TestReserveSizesTheFirstChunk(t *testing.T) {
 	}
 	var big Of[[4]int]
 	big.Reserve(1 << 20)
-	if big.New(); len(big.free) != chunkLen[[4]int]()-1 {
-		t.Fatalf("Reserve(1<<20): the first chunk holds %d, want chunkLen %d (repro: go test ./sim/slab -run TestReserve)", len(big.free)+1, chunkLen[[4]int]())
+	limit := chunkLen[[4]int]()
+	if big.New(); len(big.free) != limit-1 {
+		t.Fatalf("Reserve(1<<20): the first chunk holds %d, want chunkLen %d (repro: go test ./sim/slab -run TestReserve)", len(big.free)+1, limit)
+	}
+	big.free = big.free[:0]
+	if big.New(); len(big.free) != limit/2-1 {
+		t.Fatalf("after a reserved chunk of %d the next holds %d, want half (repro: go test ./sim/slab -run TestReserve)", limit, len(big.free)+1)
+	}
+	big.free = big.free[:0]
+	if big.New(); len(big.free) != limit-1 {
+		t.Fatalf("the chunk after a half one holds %d, want %d (repro: go test ./sim/slab -run TestReserve)", len(big.free)+1, limit)
 	}
 }
