@@ -63,6 +63,10 @@ type Config struct {
 	// access changed (coalesced: it reads current state). The lender
 	// subscribes here.
 	OnChange func(*Attempt)
+	// Attempts, when known, is about how many attempts the caller admits:
+	// the records' first chunks hold what that many make (0: chunks grow
+	// from 16 records). It bounds nothing.
+	Attempts int
 	_        struct{}
 }
 
@@ -177,6 +181,7 @@ func New(rt sim.Runtime, d drivers.Driver, regions []drivers.Region, cfg Config)
 	b.queue, b.live, b.cuts = b.first.queue[:0], b.first.live[:0], b.first.cuts[:0]
 	b.open, b.dirty, b.spareDirty = b.first.open[:0], b.first.dirty[:0], b.first.free[:0]
 	b.bindings, b.shut.waiters = b.first.bindings[:0], b.first.waiters[:0]
+	b.reserve(cfg.Attempts)
 	if err := b.register(); err != nil {
 		b.closedErr = fmt.Errorf("%w: %w", ErrClosed, err)
 		return b, err

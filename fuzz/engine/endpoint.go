@@ -44,8 +44,9 @@ type EndpointOptions struct {
 	Faults memdriver.FaultMix
 	Seed   uint64
 	// Ops, when known, is about how many ops the endpoint runs: the
-	// recorder, the lender and the reference model start with room for
-	// what that many need (0: for an endpoint of a 100-op run).
+	// recorder, the lender, the backend and the reference model start
+	// with room for what that many need (0: for an endpoint of a 100-op
+	// run).
 	Ops int
 	// Recorder configures the history recorder; its Seed is Seed and its
 	// Ops Ops.
@@ -72,8 +73,8 @@ type EndpointOptions struct {
 	// Claim, when set, is what the backend is asked to register instead of
 	// the lender's regions (a scenario states bad geometry this way).
 	Claim func(*lender.Lender) ([]drivers.Region, error)
-	// Backend configures the backend; its Name is Name and its OnChange the
-	// lender's.
+	// Backend configures the backend; its Name is Name, its OnChange the
+	// lender's and its Attempts Ops.
 	Backend backend.Config
 	// Later: the backend is built by Register, not by NewEndpoint.
 	Later bool
@@ -234,7 +235,7 @@ func safeNew(f Factory, name string, env registry.Env) (d drivers.Driver, err er
 // there is no backend.
 func (ep *Endpoint) Register() error {
 	cfg := ep.opts.Backend
-	cfg.Name, cfg.OnChange = ep.Name, ep.Lender.OnChange
+	cfg.Name, cfg.OnChange, cfg.Attempts = ep.Name, ep.Lender.OnChange, ep.opts.Ops
 	if f := ep.opts.OnAttempt; f != nil {
 		cfg.OnChange = func(a *backend.Attempt) { ep.Lender.OnChange(a); f(a) }
 	}
