@@ -52,7 +52,11 @@ type Options struct {
 	// reports "capabilities" (0: 3); chance must also be ruled out (see
 	// fullSizeLocked).
 	FullSizeMinCalls int
-	_                struct{}
+	// Ops, when known, is about how many ops the driver's endpoint runs:
+	// the call and registration records' first chunks hold what that many
+	// make (0: they grow from 16). It bounds nothing.
+	Ops int
+	_   struct{}
 }
 
 // Monitor wraps a driver and checks the contract at its boundary. *Monitor
@@ -169,6 +173,12 @@ func Wrap(d drivers.Driver, opts Options) *Monitor {
 	m.order, m.open, m.scratch = m.callsInl[:0:16], m.callsInl[16:16:32], m.callsInl[32:32:48]
 	if m.opts.FullSizeMinCalls <= 0 {
 		m.opts.FullSizeMinCalls = 3
+	}
+	if n := opts.Ops; n > 0 {
+		// About the 90th percentile over 600 one-endpoint seeds of 2, 35
+		// and 100 ops of the engine (its probes register too).
+		m.callSlab.Reserve(n + 2)
+		m.regSlab.Reserve(n/6 + 3)
 	}
 	m.starters, m.cbObs = m.startersInl[:0], m.cbObsInl[:0]
 	for _, o := range opts.Observers {

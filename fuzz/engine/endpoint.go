@@ -52,7 +52,8 @@ type EndpointOptions struct {
 	// Ops Ops.
 	Recorder model.RecorderOptions
 	// Monitor configures the contract monitor: Truth, Injected, LockProbe,
-	// CancelBound, FullSizeMinCalls. Clock, Seed and Observers are set here.
+	// CancelBound, FullSizeMinCalls. Clock, Seed, Ops and Observers are set
+	// here.
 	Monitor monitor.Options
 	// Tune, when set, adjusts Monitor to the driver built, before the
 	// monitor wraps it (the conformance suite picks its lock probe and its
@@ -197,7 +198,7 @@ func NewEndpoint(o EndpointOptions) (*Endpoint, error) {
 		o.Tune(d, &tuned)
 		mo = tuned
 	}
-	mo.Clock, mo.Seed = o.RT, o.Seed
+	mo.Clock, mo.Seed, mo.Ops = o.RT, o.Seed, o.Ops
 	mo.Observers = make([]monitor.Observer, 1, 1+len(ep.oracles)+len(o.Observers))
 	mo.Observers[0] = ep.Recorder
 	for _, or := range ep.oracles {
