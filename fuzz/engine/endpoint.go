@@ -188,6 +188,9 @@ func NewEndpoint(o EndpointOptions) (*Endpoint, error) {
 		return nil, &EndpointError{ErrDriver, err}
 	}
 	ep.Driver = d
+	if r, ok := d.(interface{ Reserve(ops int) }); ok && o.Ops > 0 {
+		r.Reserve(o.Ops) // memdriver: its records' first chunks
+	}
 	if p, ok := d.(interface{ PendingCalls() []string }); ok && o.Sched != nil {
 		o.Sched.AddPending(o.Name+"/driver", p.PendingCalls)
 	}
