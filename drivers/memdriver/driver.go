@@ -71,6 +71,7 @@ type Driver struct {
 	cond sync.Cond // on mu; signalled when a callback returns (Shutdown waits, D-CB-5)
 
 	rTiming, rFault, rReg, rLook *sim.Rand
+	rands                        [4]sim.Rand // the four streams, in the driver's own allocation
 
 	lastHandle drivers.Handle
 	lastCall   drivers.CallID
@@ -179,7 +180,8 @@ func New(rt sim.Runtime, store *Store, cfg Config) *Driver {
 	if rt != nil {
 		root = rt.Rand(stream)
 	}
-	d.rTiming, d.rFault, d.rReg, d.rLook = root.Fork("timing"), root.Fork("faults"), root.Fork("registration"), root.Fork("lookup")
+	d.rands = [...]sim.Rand{root.ForkValue("timing"), root.ForkValue("faults"), root.ForkValue("registration"), root.ForkValue("lookup")}
+	d.rTiming, d.rFault, d.rReg, d.rLook = &d.rands[0], &d.rands[1], &d.rands[2], &d.rands[3]
 	return d
 }
 
