@@ -171,9 +171,10 @@ func New(rt sim.Runtime, d drivers.Driver, regions []drivers.Region, cfg Config)
 	if err := caps.Check(); err != nil {
 		return nil, err
 	}
+	labels := cfg.Name + "/call" + cfg.Name + "/notify" // one allocation for both
 	b := &Backend{
 		rt: rt, d: d, caps: caps, cfg: cfg,
-		callLabel: cfg.Name + "/call", notifyLabel: cfg.Name + "/notify",
+		callLabel: labels[:len(cfg.Name)+len("/call")], notifyLabel: labels[len(cfg.Name)+len("/call"):],
 		regions:  append([]drivers.Region(nil), regions...),
 		byHandle: make(map[drivers.Handle]*binding, len(regions)),
 	}
