@@ -71,6 +71,7 @@ type Monitor struct {
 	bound    BoundReporter
 	together drivers.TogetherRegisterer
 	wrapped  drivers.Driver
+	tog      Together // wrapped, over a together driver: in the monitor's own allocation
 	// The observers that take SubmitStarting and Callback, in order,
 	// sorted out once rather than by a type assertion per event; the
 	// arrays hold the usual one (the recorder) without an allocation.
@@ -196,7 +197,8 @@ func Wrap(d drivers.Driver, opts Options) *Monitor {
 	m.wrapped = m
 	if t, ok := d.(drivers.TogetherRegisterer); ok {
 		m.together = t
-		m.wrapped = &Together{Monitor: m}
+		m.tog.Monitor = m
+		m.wrapped = &m.tog
 	}
 	if err := m.caps.Check(); err != nil {
 		m.violate(rules.Violation{Rule: rules.DCaps, Row: -1, Detail: "declared capabilities are unusable: " + err.Error()})
