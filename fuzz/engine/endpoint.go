@@ -124,6 +124,9 @@ type Endpoint struct {
 	arenas  []*arena.Arena // memory outside the lender (AddArena)
 	oracles []Oracle
 	probes  *prober // the driver probes (probe.go), nil outside the run function
+	// observersInl holds the monitor's usual observers (the recorder and
+	// the oracles that watch the boundary) in the endpoint's allocation.
+	observersInl [4]monitor.Observer
 	// Ref is the backend's reference model (EndpointOptions.Model).
 	Ref *refine.Model
 }
@@ -202,8 +205,11 @@ func NewEndpoint(o EndpointOptions) (*Endpoint, error) {
 		mo = tuned
 	}
 	mo.Clock, mo.Seed, mo.Ops = o.RT, o.Seed, o.Ops
-	mo.Observers = make([]monitor.Observer, 1, 1+len(ep.oracles)+len(o.Observers))
-	mo.Observers[0] = ep.Recorder
+	mo.Observers = ep.observersInl[:0]
+	if n := 1 + len(ep.oracles) + len(o.Observers); n > len(ep.observersInl) {
+		mo.Observers = make([]monitor.Observer, 0, n)
+	}
+	mo.Observers = append(mo.Observers, ep.Recorder)
 	for _, or := range ep.oracles {
 		if _, blind := or.(blindOracle); !blind {
 			mo.Observers = append(mo.Observers, or)
