@@ -127,6 +127,9 @@ type Endpoint struct {
 	// observersInl holds the monitor's usual observers (the recorder and
 	// the oracles that watch the boundary) in the endpoint's allocation.
 	observersInl [4]monitor.Observer
+	// The names of the backend's and the shutdown's waits (AddPending),
+	// set with Sched.
+	pendingBackend, pendingShutdown string
 	// Ref is the backend's reference model (EndpointOptions.Model).
 	Ref *refine.Model
 }
@@ -194,8 +197,12 @@ func NewEndpoint(o EndpointOptions) (*Endpoint, error) {
 	if r, ok := d.(interface{ Reserve(ops int) }); ok && o.Ops > 0 {
 		r.Reserve(o.Ops) // memdriver: its records' first chunks
 	}
-	if p, ok := d.(interface{ PendingCalls() []string }); ok && o.Sched != nil {
-		o.Sched.AddPending(o.Name+"/driver", p.PendingCalls)
+	if o.Sched != nil {
+		var pendingDriver string
+		pendingDriver, ep.pendingBackend, ep.pendingShutdown = pendingNames(o.Name)
+		if p, ok := d.(interface{ PendingCalls() []string }); ok {
+			o.Sched.AddPending(pendingDriver, p.PendingCalls)
+		}
 	}
 	ep.oracles = endpointOracles(ep)
 	mo := o.Monitor
@@ -267,8 +274,8 @@ func (ep *Endpoint) Register() error {
 		ep.Ref.SetBackend(ep.Backend.Capabilities(), cfg, ep.Backend.Config(), ep.Backend.Stats)
 	}
 	if s := ep.opts.Sched; s != nil {
-		s.AddPending(ep.Name+"/backend", ep.Backend.Pending)
-		s.AddPending(ep.Name+"/shutdown", func() []string {
+		s.AddPending(ep.pendingBackend, ep.Backend.Pending)
+		s.AddPending(ep.pendingShutdown, func() []string {
 			if ep.Asked && !ep.Down {
 				return []string{"shutdown has not returned"}
 			}
@@ -276,6 +283,15 @@ func (ep *Endpoint) Register() error {
 		})
 	}
 	return nil
+}
+
+// pendingNames are the names of an endpoint's waits in a hang report
+// (Scheduler.AddPending): "<name>/driver", "/backend" and "/shutdown", cut
+// from one string.
+func pendingNames(name string) (driver, backend, shutdown string) {
+	s := name + "/driver" + name + "/backend" + name + "/shutdown"
+	d, b := len(name)+len("/driver"), len(name)+len("/backend")
+	return s[:d], s[d : d+b], s[d+b:]
 }
 
 // Shutdown shuts the backend down. When it returns its labels, the
