@@ -26,7 +26,8 @@ type records struct {
 // reserve sizes the first chunks: a binding per region, and for a attempts
 // (Config.Attempts) about the 90th percentile of what an endpoint of the
 // engine makes (600 one-endpoint seeds of 2, 35 and 100 ops), but the
-// calls' median (a fuzz input's ops make fewer calls).
+// calls' median (a fuzz input's ops make fewer calls); flags and look-up
+// keys about their median.
 func (b *Backend) reserve(a int) {
 	b.mem.bindings.Reserve(len(b.regions))
 	if a > 0 {
@@ -34,6 +35,8 @@ func (b *Backend) reserve(a int) {
 		b.mem.batches.Reserve(2 * a)
 		b.mem.calls.Reserve(a/2 + 3)
 		b.mem.rows.Reserve(7*a + 2)
+		b.mem.bools.Reserve(8 * a)
+		b.mem.keys.Reserve(a + 8)
 	}
 }
 

@@ -188,13 +188,16 @@ func New(rt sim.Runtime, store *Store, cfg Config) *Driver {
 // Reserve sizes the call and binding records' first chunks for about ops
 // ops of the fuzz engine's endpoint (ops/2+3 calls, about the median, and
 // ops/6+3 bindings with its probes', about the 90th percentile, over 600
-// one-endpoint seeds of 2, 35 and 100 ops), before the first call; later
-// it does nothing. It bounds nothing.
+// one-endpoint seeds of 2, 35 and 100 ops), and the flags' and results'
+// (ops+8: one-byte values, a first chunk that seldom grows costs little),
+// before the first call; later it does nothing. It bounds nothing.
 func (d *Driver) Reserve(ops int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.callSlab.Reserve(ops/2 + 3)
 	d.bindSlab.Reserve(ops/6 + 3)
+	d.boolSlab.Reserve(ops + 8)
+	d.statusSlab.Reserve(ops + 8)
 }
 
 // Name is the driver's name.

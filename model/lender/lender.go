@@ -233,7 +233,7 @@ func NewWithArenas(opts arena.Options, specs ...Spec) (*Lender, error) {
 //
 // n ops of the engine are about 4n/5 loans, n/3 markings and 5n/4 of
 // their kept slots (the 90th percentile over 600 one-endpoint seeds of 2,
-// 35 and 100 ops): the slabs' first chunks hold that many.
+// 35 and 100 ops): the slabs' first chunks hold that many, and n+8 flags.
 func (l *Lender) Reserve(n int) {
 	if l.all == nil {
 		n = max(n, 1)
@@ -241,6 +241,7 @@ func (l *Lender) Reserve(n int) {
 		l.loanSlab.Reserve(n*4/5 + 1)
 		l.markSlab.Reserve(n/3 + 2)
 		l.dataSlab.Reserve(n*5/4 + 3)
+		l.flagSlab.Reserve(n + 8)
 	}
 }
 

@@ -198,6 +198,7 @@ func New(cfg Config) *Model {
 		m.batchSlab.Reserve(2 * a)
 		m.callSlab.Reserve(a/2 + 3)
 		m.rowSlab.Reserve(3*a + 2)
+		m.resSlab.Reserve(a + 8)
 	}
 	return m
 }
