@@ -63,6 +63,10 @@ type Config struct {
 	// access changed (coalesced: it reads current state). The lender
 	// subscribes here.
 	OnChange func(*Attempt)
+	// Attempts, when known, is about how many attempts the caller admits:
+	// the records' first chunks hold what that many make (0: chunks grow
+	// from 16 records). It bounds nothing.
+	Attempts int
 	_        struct{}
 }
 
@@ -167,9 +171,10 @@ func New(rt sim.Runtime, d drivers.Driver, regions []drivers.Region, cfg Config)
 	if err := caps.Check(); err != nil {
 		return nil, err
 	}
+	labels := cfg.Name + "/call" + cfg.Name + "/notify" // one allocation for both
 	b := &Backend{
 		rt: rt, d: d, caps: caps, cfg: cfg,
-		callLabel: cfg.Name + "/call", notifyLabel: cfg.Name + "/notify",
+		callLabel: labels[:len(cfg.Name)+len("/call")], notifyLabel: labels[len(cfg.Name)+len("/call"):],
 		regions:  append([]drivers.Region(nil), regions...),
 		byHandle: make(map[drivers.Handle]*binding, len(regions)),
 	}
@@ -177,6 +182,7 @@ func New(rt sim.Runtime, d drivers.Driver, regions []drivers.Region, cfg Config)
 	b.queue, b.live, b.cuts = b.first.queue[:0], b.first.live[:0], b.first.cuts[:0]
 	b.open, b.dirty, b.spareDirty = b.first.open[:0], b.first.dirty[:0], b.first.free[:0]
 	b.bindings, b.shut.waiters = b.first.bindings[:0], b.first.waiters[:0]
+	b.reserve(cfg.Attempts)
 	if err := b.register(); err != nil {
 		b.closedErr = fmt.Errorf("%w: %w", ErrClosed, err)
 		return b, err

@@ -35,7 +35,14 @@ func (r *Rand) Chance(p float64) bool { return p > 0 && r.Float64() < p }
 
 // Fork derives an independent stream for a named subsystem. The result
 // depends only on this stream's current state and the name.
-func (r *Rand) Fork(name string) *Rand { return NewRand(Mix(r.Uint64(), HashString(name))) }
+func (r *Rand) Fork(name string) *Rand {
+	f := r.ForkValue(name)
+	return &f
+}
+
+// ForkValue is Fork's stream as a value, for an owner that keeps its
+// streams in its own allocation.
+func (r *Rand) ForkValue(name string) Rand { return Rand{state: Mix(r.Uint64(), HashString(name))} }
 
 // SubSeed derives the seed of a named subsystem from a run seed without
 // consuming any stream: the same (seed, name) always gives the same value.

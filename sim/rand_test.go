@@ -12,6 +12,12 @@ func TestRandPinned(t *testing.T) {
 			t.Fatalf("output %d = %#x, want %#x (SplitMix64 changed; seeds no longer replay) (repro: go test ./sim -run TestRandPinned)", i, got, w)
 		}
 	}
+	if got := NewRand(0).Fork("timing").Uint64(); got != 0x2aed59c1f16cdbf {
+		t.Fatalf("Fork(\"timing\") of seed 0 starts %#x, want 0x2aed59c1f16cdbf (Fork changed; seeds no longer replay) (repro: go test ./sim -run TestRandPinned)", got)
+	}
+	if v := NewRand(0).ForkValue("timing"); v.Uint64() != 0x2aed59c1f16cdbf {
+		t.Fatalf("ForkValue is not Fork's stream (repro: go test ./sim -run TestRandPinned)")
+	}
 	if a, b := SubSeed(7, "x"), SubSeed(7, "y"); a == b {
 		t.Fatalf("SubSeed ignores the name (repro: go test ./sim -run TestRandPinned)")
 	}

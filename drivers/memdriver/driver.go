@@ -71,6 +71,7 @@ type Driver struct {
 	cond sync.Cond // on mu; signalled when a callback returns (Shutdown waits, D-CB-5)
 
 	rTiming, rFault, rReg, rLook *sim.Rand
+	rands                        [4]sim.Rand // the four streams, in the driver's own allocation
 
 	lastHandle drivers.Handle
 	lastCall   drivers.CallID
@@ -179,8 +180,24 @@ func New(rt sim.Runtime, store *Store, cfg Config) *Driver {
 	if rt != nil {
 		root = rt.Rand(stream)
 	}
-	d.rTiming, d.rFault, d.rReg, d.rLook = root.Fork("timing"), root.Fork("faults"), root.Fork("registration"), root.Fork("lookup")
+	d.rands = [...]sim.Rand{root.ForkValue("timing"), root.ForkValue("faults"), root.ForkValue("registration"), root.ForkValue("lookup")}
+	d.rTiming, d.rFault, d.rReg, d.rLook = &d.rands[0], &d.rands[1], &d.rands[2], &d.rands[3]
 	return d
+}
+
+// Reserve sizes the call and binding records' first chunks for about ops
+// ops of the fuzz engine's endpoint (ops/2+3 calls, about the median, and
+// ops/6+3 bindings with its probes', about the 90th percentile, over 600
+// one-endpoint seeds of 2, 35 and 100 ops), and the flags' and results'
+// (ops+8: one-byte values, a first chunk that seldom grows costs little),
+// before the first call; later it does nothing. It bounds nothing.
+func (d *Driver) Reserve(ops int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.callSlab.Reserve(ops/2 + 3)
+	d.bindSlab.Reserve(ops/6 + 3)
+	d.boolSlab.Reserve(ops + 8)
+	d.statusSlab.Reserve(ops + 8)
 }
 
 // Name is the driver's name.

@@ -31,17 +31,16 @@ type backendCheck struct {
 
 	mu      sync.Mutex // observers may run on a real driver's goroutines
 	labels  map[drivers.Handle]string
-	calls   []callLoan // the loan of each backend call, in Submit order
-	faulted map[*lender.Loan]drivers.CallID
-	found   []rules.Violation // B-CUT, seen online
+	calls   []callLoan                      // the loan of each backend call, in Submit order
+	faulted map[*lender.Loan]drivers.CallID // made at the first FAULT row
+	found   []rules.Violation               // B-CUT, seen online
 
 	maxRows  int // the driver's MaxRowsPerOp, once capsRead
 	capsRead bool
 }
 
 func newBackendCheck(ep *Endpoint) *backendCheck {
-	return &backendCheck{ep: ep, labels: map[drivers.Handle]string{},
-		faulted: map[*lender.Loan]drivers.CallID{}}
+	return &backendCheck{ep: ep, labels: map[drivers.Handle]string{}}
 }
 
 // callLoan ties a call to its attempt's loan.
@@ -143,6 +142,9 @@ func (c *backendCheck) RowFinal(_ time.Duration, id drivers.CallID, _ int, s dri
 	defer c.mu.Unlock()
 	if ln := c.loanOf(id); ln != nil {
 		if _, ok := c.faulted[ln]; !ok {
+			if c.faulted == nil {
+				c.faulted = map[*lender.Loan]drivers.CallID{}
+			}
 			c.faulted[ln] = id
 		}
 	}

@@ -44,14 +44,16 @@ type EndpointOptions struct {
 	Faults memdriver.FaultMix
 	Seed   uint64
 	// Ops, when known, is about how many ops the endpoint runs: the
-	// recorder, the lender and the reference model start with room for
-	// what that many need (0: for an endpoint of a 100-op run).
+	// recorder, the lender, the backend and the reference model start
+	// with room for what that many need (0: for an endpoint of a 100-op
+	// run).
 	Ops int
 	// Recorder configures the history recorder; its Seed is Seed and its
 	// Ops Ops.
 	Recorder model.RecorderOptions
 	// Monitor configures the contract monitor: Truth, Injected, LockProbe,
-	// CancelBound, FullSizeMinCalls. Clock, Seed and Observers are set here.
+	// CancelBound, FullSizeMinCalls. Clock, Seed, Ops and Observers are set
+	// here.
 	Monitor monitor.Options
 	// Tune, when set, adjusts Monitor to the driver built, before the
 	// monitor wraps it (the conformance suite picks its lock probe and its
@@ -72,8 +74,8 @@ type EndpointOptions struct {
 	// Claim, when set, is what the backend is asked to register instead of
 	// the lender's regions (a scenario states bad geometry this way).
 	Claim func(*lender.Lender) ([]drivers.Region, error)
-	// Backend configures the backend; its Name is Name and its OnChange the
-	// lender's.
+	// Backend configures the backend; its Name is Name, its OnChange the
+	// lender's and its Attempts Ops.
 	Backend backend.Config
 	// Later: the backend is built by Register, not by NewEndpoint.
 	Later bool
@@ -122,6 +124,12 @@ type Endpoint struct {
 	arenas  []*arena.Arena // memory outside the lender (AddArena)
 	oracles []Oracle
 	probes  *prober // the driver probes (probe.go), nil outside the run function
+	// observersInl holds the monitor's usual observers (the recorder and
+	// the oracles that watch the boundary) in the endpoint's allocation.
+	observersInl [4]monitor.Observer
+	// The names of the backend's and the shutdown's waits (AddPending),
+	// set with Sched.
+	pendingBackend, pendingShutdown string
 	// Ref is the backend's reference model (EndpointOptions.Model).
 	Ref *refine.Model
 }
@@ -186,8 +194,15 @@ func NewEndpoint(o EndpointOptions) (*Endpoint, error) {
 		return nil, &EndpointError{ErrDriver, err}
 	}
 	ep.Driver = d
-	if p, ok := d.(interface{ PendingCalls() []string }); ok && o.Sched != nil {
-		o.Sched.AddPending(o.Name+"/driver", p.PendingCalls)
+	if r, ok := d.(interface{ Reserve(ops int) }); ok && o.Ops > 0 {
+		r.Reserve(o.Ops) // memdriver: its records' first chunks
+	}
+	if o.Sched != nil {
+		var pendingDriver string
+		pendingDriver, ep.pendingBackend, ep.pendingShutdown = pendingNames(o.Name)
+		if p, ok := d.(interface{ PendingCalls() []string }); ok {
+			o.Sched.AddPending(pendingDriver, p.PendingCalls)
+		}
 	}
 	ep.oracles = endpointOracles(ep)
 	mo := o.Monitor
@@ -196,9 +211,12 @@ func NewEndpoint(o EndpointOptions) (*Endpoint, error) {
 		o.Tune(d, &tuned)
 		mo = tuned
 	}
-	mo.Clock, mo.Seed = o.RT, o.Seed
-	mo.Observers = make([]monitor.Observer, 1, 1+len(ep.oracles)+len(o.Observers))
-	mo.Observers[0] = ep.Recorder
+	mo.Clock, mo.Seed, mo.Ops = o.RT, o.Seed, o.Ops
+	mo.Observers = ep.observersInl[:0]
+	if n := 1 + len(ep.oracles) + len(o.Observers); n > len(ep.observersInl) {
+		mo.Observers = make([]monitor.Observer, 0, n)
+	}
+	mo.Observers = append(mo.Observers, ep.Recorder)
 	for _, or := range ep.oracles {
 		if _, blind := or.(blindOracle); !blind {
 			mo.Observers = append(mo.Observers, or)
@@ -234,7 +252,7 @@ func safeNew(f Factory, name string, env registry.Env) (d drivers.Driver, err er
 // there is no backend.
 func (ep *Endpoint) Register() error {
 	cfg := ep.opts.Backend
-	cfg.Name, cfg.OnChange = ep.Name, ep.Lender.OnChange
+	cfg.Name, cfg.OnChange, cfg.Attempts = ep.Name, ep.Lender.OnChange, ep.opts.Ops
 	if f := ep.opts.OnAttempt; f != nil {
 		cfg.OnChange = func(a *backend.Attempt) { ep.Lender.OnChange(a); f(a) }
 	}
@@ -256,8 +274,8 @@ func (ep *Endpoint) Register() error {
 		ep.Ref.SetBackend(ep.Backend.Capabilities(), cfg, ep.Backend.Config(), ep.Backend.Stats)
 	}
 	if s := ep.opts.Sched; s != nil {
-		s.AddPending(ep.Name+"/backend", ep.Backend.Pending)
-		s.AddPending(ep.Name+"/shutdown", func() []string {
+		s.AddPending(ep.pendingBackend, ep.Backend.Pending)
+		s.AddPending(ep.pendingShutdown, func() []string {
 			if ep.Asked && !ep.Down {
 				return []string{"shutdown has not returned"}
 			}
@@ -265,6 +283,15 @@ func (ep *Endpoint) Register() error {
 		})
 	}
 	return nil
+}
+
+// pendingNames are the names of an endpoint's waits in a hang report
+// (Scheduler.AddPending): "<name>/driver", "/backend" and "/shutdown", cut
+// from one string.
+func pendingNames(name string) (driver, backend, shutdown string) {
+	s := name + "/driver" + name + "/backend" + name + "/shutdown"
+	d, b := len(name)+len("/driver"), len(name)+len("/backend")
+	return s[:d], s[d : d+b], s[d+b:]
 }
 
 // Shutdown shuts the backend down. When it returns its labels, the

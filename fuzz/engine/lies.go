@@ -38,18 +38,25 @@ type Lies struct {
 	_               struct{}
 }
 
-var lieKinds = []struct {
-	name  string
-	field func(*Lies) *float64
-}{
-	{"lie-lookup-short", func(l *Lies) *float64 { return &l.LookupShort }},
-	{"lie-lookup-long", func(l *Lies) *float64 { return &l.LookupLong }},
-	{"lie-results-short", func(l *Lies) *float64 { return &l.ResultsShort }},
-	{"lie-submit-escapes", func(l *Lies) *float64 { return &l.SubmitEscapes }},
-	{"lie-submit-panics", func(l *Lies) *float64 { return &l.SubmitPanics }},
-	{"lie-register-unknown", func(l *Lies) *float64 { return &l.RegisterUnknown }},
-	{"lie-together-short", func(l *Lies) *float64 { return &l.TogetherShort }},
-	{"lie-shutdown-labels", func(l *Lies) *float64 { return &l.ShutdownLabels }},
+// lieKinds are the lie kinds, in the order of Lies' fields (Lies.rate).
+var lieKinds = []struct{ name string }{
+	{"lie-lookup-short"},
+	{"lie-lookup-long"},
+	{"lie-results-short"},
+	{"lie-submit-escapes"},
+	{"lie-submit-panics"},
+	{"lie-register-unknown"},
+	{"lie-together-short"},
+	{"lie-shutdown-labels"},
+}
+
+// rate is the field of lieKinds[kind] (a method, not a func value per
+// kind, so that a parsed Lies stays on the stack).
+func (l *Lies) rate(kind int) *float64 {
+	return [...]*float64{
+		&l.LookupShort, &l.LookupLong, &l.ResultsShort, &l.SubmitEscapes,
+		&l.SubmitPanics, &l.RegisterUnknown, &l.TogetherShort, &l.ShutdownLabels,
+	}[kind]
 }
 
 // IsLie reports whether a fault line is a lie ("fault lie-… rate=R").
@@ -66,20 +73,27 @@ func IsLie(line string) bool {
 var ErrBadLie = errors.New("bad lie line")
 
 // splitLies parses the lie lines among an endpoint's fault lines and
-// returns the others for the driver.
+// returns the others for the driver: lines itself when none is a lie (most
+// endpoints tell none), else a new list.
 func splitLies(lines []string) (Lies, []string, error) {
 	var l Lies
-	var rest []string
-	for _, line := range lines {
-		if !IsLie(line) {
+	rest, own := lines, false // own: rest is a new list (since the first lie)
+	for i, line := range lines {
+		lie := IsLie(line)
+		switch {
+		case !lie && own:
 			rest = append(rest, line)
+		case lie && !own:
+			rest, own = append(make([]string, 0, len(lines)-1), lines[:i]...), true
+		}
+		if !lie {
 			continue
 		}
 		f := strings.Fields(line)
 		var field *float64
-		for _, k := range lieKinds {
+		for i, k := range lieKinds {
 			if k.name == f[1] {
-				field = k.field(&l)
+				field = l.rate(i)
 			}
 		}
 		if field == nil || len(f) != 3 || !strings.HasPrefix(f[2], "rate=") {

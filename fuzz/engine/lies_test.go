@@ -71,3 +71,27 @@ func replaceAll(s string, r map[string]string) string {
 	}
 	return strings.NewReplacer(pairs...).Replace(s)
 }
+
+// TestSplitLies: the lies are parsed into their fields, the other lines
+// kept in order; without a lie the lines come back as they are.
+func TestSplitLies(t *testing.T) {
+	plain := []string{"fault fail rate=0.1", "fault slow rate=0.2"}
+	if l, rest, err := splitLies(plain); err != nil || l.any() || len(rest) != 2 || &rest[0] != &plain[0] {
+		t.Fatalf("splitLies(%q) = %+v, %q, %v; want no lies and the lines themselves (repro: go test ./fuzz/engine -run TestSplitLies)", plain, l, rest, err)
+	}
+	mixed := []string{"fault lie-lookup-long rate=0.5", "fault fail rate=0.1", "fault lie-shutdown-labels rate=1", "fault slow rate=0.2"}
+	l, rest, err := splitLies(mixed)
+	if err != nil || l != (Lies{LookupLong: 0.5, ShutdownLabels: 1}) || strings.Join(rest, "|") != "fault fail rate=0.1|fault slow rate=0.2" {
+		t.Fatalf("splitLies(%q) = %+v, %q, %v (repro: go test ./fuzz/engine -run TestSplitLies)", mixed, l, rest, err)
+	}
+	seen := map[Lies]string{}
+	for i, k := range lieKinds {
+		got, _, err := splitLies([]string{"fault " + k.name + " rate=0.25"})
+		var want Lies
+		*want.rate(i) = 0.25
+		if err != nil || got != want || seen[got] != "" {
+			t.Fatalf("%s: %+v, %v; want %+v, a field of its own (repro: go test ./fuzz/engine -run TestSplitLies)", k.name, got, err, want)
+		}
+		seen[got] = k.name
+	}
+}

@@ -74,7 +74,8 @@ var callFaults = []struct {
 // probeFacts is what a run knows of the probe keys: every put the store
 // stored and every eviction, in order (from the store's events), the keys
 // some view names (those are the backend's business: no truth about them)
-// and keys whose state a probe could not settle.
+// and keys whose state a probe could not settle. The maps are made at
+// their first entry: most runs have no probe keys.
 type probeFacts struct {
 	store   *memdriver.Store
 	events  map[string][]probeEvent
@@ -90,10 +91,13 @@ type probeEvent struct {
 }
 
 func newProbeFacts(store *memdriver.Store, log *workload.Log) *probeFacts {
-	f := &probeFacts{store: store, events: map[string][]probeEvent{}, views: map[string]bool{}, tainted: map[string]bool{}}
+	f := &probeFacts{store: store}
 	for _, op := range log.Ops {
 		for _, k := range op.Keys {
 			if isProbeKey(k) {
+				if f.views == nil {
+					f.views = map[string]bool{}
+				}
 				f.views[k] = true
 			}
 		}
@@ -112,6 +116,9 @@ func (f *probeFacts) event(e memdriver.StoreEvent, at time.Duration) {
 	if e.Kind == memdriver.EventPut {
 		ev.obj, _ = f.store.Get(e.Key)
 	}
+	if f.events == nil {
+		f.events = map[string][]probeEvent{}
+	}
 	f.events[e.Key] = append(f.events[e.Key], ev)
 }
 
@@ -129,6 +136,14 @@ func (f *probeFacts) objects(key string) (objs [][]byte, complete bool) {
 		}
 	}
 	return objs, complete
+}
+
+// taint marks key as one whose state a probe could not settle.
+func (f *probeFacts) taint(key string) {
+	if f.tainted == nil {
+		f.tainted = map[string]bool{}
+	}
+	f.tainted[key] = true
 }
 
 // truth is the monitor's Options.Truth: a probe key no view names and no
@@ -150,16 +165,16 @@ func (f *probeFacts) truth(key string) (present, known bool) {
 type prober struct {
 	r     *run
 	ep    *Endpoint
-	ctl   faultControl // nil: the driver's faults cannot be switched off
-	clean map[drivers.CallID]bool
+	ctl   faultControl            // nil: the driver's faults cannot be switched off
+	clean map[drivers.CallID]bool // probe calls without faults (made at the first)
 	found []rules.Violation
-	seen  map[string]bool // rule/call/row/key of every finding
+	seen  map[string]bool // rule/call/row/key of every finding (made at the first)
 	ends  []func()        // end-of-run checks, run once by violations
 	ended bool
 }
 
 func newProber(r *run) *prober {
-	return &prober{r: r, clean: map[drivers.CallID]bool{}, seen: map[string]bool{}}
+	return &prober{r: r}
 }
 
 // injected is the monitor's Options.Injected: every call but a probe call
@@ -170,12 +185,23 @@ func (p *prober) injected(id drivers.CallID, _ int) bool {
 	return !p.clean[id] || p.ep == nil || p.ep.Asked
 }
 
+// cleanCall notes a probe call submitted with the per-call faults off.
+func (p *prober) cleanCall(id drivers.CallID) {
+	if p.clean == nil {
+		p.clean = map[drivers.CallID]bool{}
+	}
+	p.clean[id] = true
+}
+
 func (p *prober) d() drivers.Driver { return p.ep.Monitor.Driver() }
 
 func (p *prober) fail(rule rules.ID, id drivers.CallID, row int, key, detail string) {
 	k := fmt.Sprintf("%v/%d/%d/%s", rule, id, row, key)
 	if p.seen[k] {
 		return
+	}
+	if p.seen == nil {
+		p.seen = map[string]bool{}
 	}
 	p.seen[k] = true
 	p.found = append(p.found, rules.Violation{Rule: rule, Class: rules.Contract, Endpoint: p.ep.Name, Call: uint64(id), Row: row, Key: key,

@@ -92,7 +92,7 @@ func (x *probe) submit(what string, b drivers.RowBatch, then func(drivers.Call))
 		return nil, err
 	}
 	if p.ctl != nil {
-		p.clean[c.ID()] = true
+		p.cleanCall(c.ID())
 	}
 	return c, nil
 }
@@ -142,7 +142,7 @@ func (x *probe) object(row, n int) []byte { return Content(x.p.r.log.Seed, x.op,
 func (x *probe) settled(c drivers.Call, key string) {
 	res := c.Results()
 	if c.Access() != drivers.AccessEnded || len(res) != 1 || (res[0] != drivers.OK && res[0] != drivers.Miss) {
-		x.p.r.facts.tainted[key] = true
+		x.p.r.facts.taint(key)
 	}
 }
 

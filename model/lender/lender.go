@@ -230,10 +230,18 @@ func NewWithArenas(opts arena.Options, specs ...Spec) (*Lender, error) {
 // the first loan makes room for 32, about what an endpoint of a 100-op run
 // of the engine lends. Only the first Reserve before the first loan
 // counts: once room is made, Reserve does nothing.
+//
+// n ops of the engine are about 4n/5 loans, n/3 markings and 5n/4 of
+// their kept slots (the 90th percentile over 600 one-endpoint seeds of 2,
+// 35 and 100 ops): the slabs' first chunks hold that many, and n+8 flags.
 func (l *Lender) Reserve(n int) {
 	if l.all == nil {
 		n = max(n, 1)
 		l.loans, l.all = make(map[Attempt]*Loan, n), make([]*Loan, 0, n)
+		l.loanSlab.Reserve(n*4/5 + 1)
+		l.markSlab.Reserve(n/3 + 2)
+		l.dataSlab.Reserve(n*5/4 + 3)
+		l.flagSlab.Reserve(n + 8)
 	}
 }
 

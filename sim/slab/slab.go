@@ -17,7 +17,8 @@ const (
 	maxChunkBytes = 1024
 )
 
-// firstChunk is the length of a slab's first chunk: a 100-op run makes a
+// firstChunk is the length of a slab's first chunk without Reserve, and
+// the least of a later one's: a 100-op run makes a
 // few dozen records of most kinds, which 16 then 32 hold in two chunks
 // (from 4, it took four: 1,294 → 1,234 allocations and 587 → 612 KB per
 // seed, BenchmarkRunSeed).
@@ -27,8 +28,20 @@ const firstChunk = 16
 // The zero value is ready for use.
 type Of[T any] struct {
 	free []T
-	size int // length of the last chunk
+	next int // length of the next chunk (0: firstChunk; below 0: Reserve's, negated)
 	_    struct{}
+}
+
+// Reserve makes the first chunk hold n values (at most chunkLen): an
+// owner that knows about how many records its run makes neither zeroes
+// and keeps 16 for a short run's two nor grows through 16, 32, … for a
+// long one. The chunk after it holds half as many (at least firstChunk),
+// and from there they double. Only a Reserve before the first value
+// counts; n <= 0 does nothing.
+func (s *Of[T]) Reserve(n int) {
+	if s.next == 0 && n > 0 {
+		s.next = -n
+	}
 }
 
 // New returns a pointer to a zeroed T.
@@ -56,9 +69,22 @@ func (s *Of[T]) Make(n int) []T {
 }
 
 func (s *Of[T]) grow(n int) {
-	limit := chunkLen[T]()
-	s.size = min(max(2*s.size, firstChunk, n), limit)
-	s.free = make([]T, max(s.size, n))
+	size := s.next
+	switch {
+	case size < 0: // Reserve's
+		size = -size
+	case size == 0:
+		size = firstChunk
+	}
+	size = min(max(size, n), chunkLen[T]()) // n is at most half a chunk (Make)
+	s.free = make([]T, size)
+	if s.next < 0 {
+		// What outgrows a reserved chunk is seldom as much again: the
+		// next holds half as many, and from there they double.
+		s.next = max(size/2, firstChunk)
+	} else {
+		s.next = max(2*size, firstChunk)
+	}
 }
 
 // chunkLen is the most T's a chunk holds.

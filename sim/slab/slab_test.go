@@ -51,3 +51,31 @@ func TestChunksAmortise(t *testing.T) {
 		t.Fatalf("640 values cost %v allocations, want at most %d (repro: go test ./sim/slab -run TestChunks)", allocs, want)
 	}
 }
+
+func TestReserveSizesTheFirstChunk(t *testing.T) {
+	var s Of[[4]int]
+	s.Reserve(3)
+	s.Reserve(40) // too late once a Reserve counted
+	if s.New(); len(s.free) != 2 {
+		t.Fatalf("Reserve(3): the first chunk holds %d, want 3 (repro: go test ./sim/slab -run TestReserve)", len(s.free)+1)
+	}
+	s.New()
+	s.New()
+	if s.New(); len(s.free) != firstChunk-1 {
+		t.Fatalf("after a Reserve(3) chunk the next holds %d, want firstChunk %d (repro: go test ./sim/slab -run TestReserve)", len(s.free)+1, firstChunk)
+	}
+	var big Of[[4]int]
+	big.Reserve(1 << 20)
+	limit := chunkLen[[4]int]()
+	if big.New(); len(big.free) != limit-1 {
+		t.Fatalf("Reserve(1<<20): the first chunk holds %d, want chunkLen %d (repro: go test ./sim/slab -run TestReserve)", len(big.free)+1, limit)
+	}
+	big.free = big.free[:0]
+	if big.New(); len(big.free) != limit/2-1 {
+		t.Fatalf("after a reserved chunk of %d the next holds %d, want half (repro: go test ./sim/slab -run TestReserve)", limit, len(big.free)+1)
+	}
+	big.free = big.free[:0]
+	if big.New(); len(big.free) != limit-1 {
+		t.Fatalf("the chunk after a half one holds %d, want %d (repro: go test ./sim/slab -run TestReserve)", len(big.free)+1, limit)
+	}
+}
