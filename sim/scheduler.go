@@ -70,7 +70,7 @@ type Scheduler struct {
 	now    time.Duration
 	queue  eventHeap
 	seq    uint64
-	rng    *Rand // tie-breaks, delays, coalescing
+	rng    Rand // tie-breaks, delays, coalescing
 	root   uint64
 	trace  uint64
 	steps  uint64
@@ -132,7 +132,7 @@ type pendingSource struct {
 func New(opts Options) *Scheduler {
 	s := &Scheduler{
 		opts:  opts,
-		rng:   NewRand(SubSeed(opts.Seed, "sim/scheduler")),
+		rng:   *NewRand(SubSeed(opts.Seed, "sim/scheduler")),
 		root:  opts.Seed,
 		trace: 14695981039346656037,
 
