@@ -160,6 +160,9 @@ func (c *backendCheck) Judge(ep *Endpoint, in *CheckInput) []rules.Violation {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := append([]rules.Violation(nil), c.found...)
+	if len(c.faulted) == 0 {
+		return out // no attempt had a FAULT row
+	}
 	for _, at := range in.Attempts {
 		a := at.Attempt
 		if at.Endpoint != ep || a == nil || a.State() != backend.Delivered {
