@@ -293,11 +293,16 @@ func (s *Scheduler) push(at time.Duration, label string, r Runner) uint64 {
 }
 
 // drainInbox moves posted work into the queue in inbox order, deciding each
-// callback's delay and coalescing from the seed (or the script).
+// callback's delay and coalescing from the seed (or the script). The check
+// for an empty inbox is inlined: most calls find nothing posted.
 func (s *Scheduler) drainInbox() {
-	if s.posts.Load() == 0 {
-		return
+	if s.posts.Load() != 0 {
+		s.moveInbox()
 	}
+}
+
+// moveInbox is drainInbox's work, once something was posted.
+func (s *Scheduler) moveInbox() {
 	s.mu.Lock()
 	in := s.inbox
 	s.inbox = s.spareInbox[:0] // two buffers, swapped: no allocation per step
