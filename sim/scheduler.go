@@ -555,11 +555,17 @@ func (e *FloodError) Unwrap() error { return ErrFlood }
 
 // Flood is nil until a trigger or event was dropped at a bound, then a
 // *FloodError describing it. It is for the goroutine that steps (like
-// Step), cheap enough to call after every step.
+// Step), cheap enough to call after every step: the check for no drop is
+// inlined.
 func (s *Scheduler) Flood() error {
 	if s.dropped.Load() == 0 {
 		return nil
 	}
+	return s.floodError()
+}
+
+// floodError is Flood's answer once something was dropped.
+func (s *Scheduler) floodError() error {
 	if !s.floodSeen {
 		s.floodSeen, s.floodAt = true, s.now
 	}
