@@ -112,6 +112,9 @@ func (a *Attempt) Access() drivers.Access { return a.access }
 // Rows is the number of rows of the attempt's view (View without the copy).
 func (a *Attempt) Rows() int { return len(a.rows) }
 
+// Asked is the view's Mask[i] (View without the copy).
+func (a *Attempt) Asked(i int) bool { return a.mask[i] }
+
 // Batches is the number of batches the view was cut into.
 func (a *Attempt) Batches() int { return len(a.batches) }
 

@@ -70,7 +70,7 @@ type Scheduler struct {
 	now    time.Duration
 	queue  eventHeap
 	seq    uint64
-	rng    *Rand // tie-breaks, delays, coalescing
+	rng    Rand // tie-breaks, delays, coalescing
 	root   uint64
 	trace  uint64
 	steps  uint64
@@ -132,7 +132,7 @@ type pendingSource struct {
 func New(opts Options) *Scheduler {
 	s := &Scheduler{
 		opts:  opts,
-		rng:   NewRand(SubSeed(opts.Seed, "sim/scheduler")),
+		rng:   *NewRand(SubSeed(opts.Seed, "sim/scheduler")),
 		root:  opts.Seed,
 		trace: 14695981039346656037,
 
@@ -293,11 +293,16 @@ func (s *Scheduler) push(at time.Duration, label string, r Runner) uint64 {
 }
 
 // drainInbox moves posted work into the queue in inbox order, deciding each
-// callback's delay and coalescing from the seed (or the script).
+// callback's delay and coalescing from the seed (or the script). The check
+// for an empty inbox is inlined: most calls find nothing posted.
 func (s *Scheduler) drainInbox() {
-	if s.posts.Load() == 0 {
-		return
+	if s.posts.Load() != 0 {
+		s.moveInbox()
 	}
+}
+
+// moveInbox is drainInbox's work, once something was posted.
+func (s *Scheduler) moveInbox() {
 	s.mu.Lock()
 	in := s.inbox
 	s.inbox = s.spareInbox[:0] // two buffers, swapped: no allocation per step
@@ -550,11 +555,17 @@ func (e *FloodError) Unwrap() error { return ErrFlood }
 
 // Flood is nil until a trigger or event was dropped at a bound, then a
 // *FloodError describing it. It is for the goroutine that steps (like
-// Step), cheap enough to call after every step.
+// Step), cheap enough to call after every step: the check for no drop is
+// inlined.
 func (s *Scheduler) Flood() error {
 	if s.dropped.Load() == 0 {
 		return nil
 	}
+	return s.floodError()
+}
+
+// floodError is Flood's answer once something was dropped.
+func (s *Scheduler) floodError() error {
 	if !s.floodSeen {
 		s.floodSeen, s.floodAt = true, s.now
 	}

@@ -67,6 +67,9 @@ type Driver struct {
 
 	lblBegin, lblRow, lblChunk, lblLate, lblSettle, lblProof, lblTimeout, lblWake string
 
+	rtRunner afterRunner // rt as an afterRunner (nil: it is not), once rtAsked
+	rtAsked  bool
+
 	mu   sync.Mutex
 	cond sync.Cond // on mu; signalled when a callback returns (Shutdown waits, D-CB-5)
 

@@ -11,8 +11,22 @@ import (
 // the simulator scheduling one costs no closure. Each event is the same as
 // the closure it replaces: same label, delay and draw order.
 
-// afterRun schedules r.Run, delay from now (sim.AfterRun).
+// afterRunner is a runtime that schedules a [sim.Runner] itself (sim.AfterRun).
+type afterRunner interface {
+	AfterRun(time.Duration, string, sim.Runner) sim.Timer
+}
+
+// afterRun schedules r.Run, delay from now (sim.AfterRun). Caller holds
+// d.mu. It asks whether the runtime is an afterRunner once, not per event.
 func (d *Driver) afterRun(delay time.Duration, label string, r sim.Runner) {
+	if !d.rtAsked {
+		d.rtRunner, _ = d.rt.(afterRunner)
+		d.rtAsked = true
+	}
+	if d.rtRunner != nil {
+		d.rtRunner.AfterRun(delay, label, r)
+		return
+	}
 	sim.AfterRun(d.rt, delay, label, r)
 }
 

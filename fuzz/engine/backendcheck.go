@@ -75,8 +75,12 @@ func (c *backendCheck) Registered(_ time.Duration, h drivers.Handle, reg drivers
 func (c *backendCheck) Submitted(at time.Duration, id drivers.CallID, b drivers.RowBatch, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(b.Rows) > 0 && !c.backends(b.Rows[0].Handle) {
-		return
+	var label string // the first row's region
+	if len(b.Rows) > 0 {
+		var ok bool
+		if label, ok = c.backends(b.Rows[0].Handle); !ok {
+			return
+		}
 	}
 	if !c.capsRead {
 		// Read once: capabilities never change (the monitor reports a
@@ -91,7 +95,7 @@ func (c *backendCheck) Submitted(at time.Duration, id drivers.CallID, b drivers.
 		c.fail(rules.BCut, id, at, fmt.Sprintf("the backend submitted a %v batch naming key %q twice", b.Dir, key))
 	}
 	if err == nil && len(b.Rows) > 0 {
-		if ln := c.ep.Lender.LoanAt(lender.SlotRef{Region: c.labels[b.Rows[0].Handle], Slot: b.Rows[0].Slot}); ln != nil {
+		if ln := c.ep.Lender.LoanAt(lender.SlotRef{Region: label, Slot: b.Rows[0].Slot}); ln != nil {
 			if c.calls == nil {
 				c.calls = make([]callLoan, 0, 32) // an endpoint makes a few dozen calls: not through append's 1, 2, 4
 			}
@@ -124,14 +128,16 @@ func repeatedKey(rows []drivers.Row) (string, bool) {
 	return "", false
 }
 
-// backends reports whether h is a binding of the endpoint's backend.
-func (c *backendCheck) backends(h drivers.Handle) bool {
+// backends reports whether h is a binding of the endpoint's backend, and
+// the label h was registered under.
+func (c *backendCheck) backends(h drivers.Handle) (string, bool) {
 	b := c.ep.Backend
 	if b == nil {
-		return false
+		return "", false
 	}
-	got, ok := b.Handle(c.labels[h])
-	return ok && got == h
+	label := c.labels[h]
+	got, ok := b.Handle(label)
+	return label, ok && got == h
 }
 
 func (c *backendCheck) RowFinal(_ time.Duration, id drivers.CallID, _ int, s drivers.Status) {
@@ -156,6 +162,9 @@ func (c *backendCheck) Judge(ep *Endpoint, in *CheckInput) []rules.Violation {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := append([]rules.Violation(nil), c.found...)
+	if len(c.faulted) == 0 {
+		return out // no attempt had a FAULT row
+	}
 	for _, at := range in.Attempts {
 		a := at.Attempt
 		if at.Endpoint != ep || a == nil || a.State() != backend.Delivered {

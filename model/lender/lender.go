@@ -87,7 +87,8 @@ func (s LoanState) String() string {
 type Attempt interface {
 	ID() uint64
 	Dir() drivers.Direction
-	View() drivers.View
+	Rows() int        // the view's row count
+	Asked(i int) bool // the view's Mask[i]
 	Outcome() backend.Outcome
 	Access() drivers.Access
 }

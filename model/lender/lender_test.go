@@ -288,7 +288,8 @@ type lying struct {
 
 func (a *lying) ID() uint64               { return 99 }
 func (a *lying) Dir() drivers.Direction   { return a.dir }
-func (a *lying) View() drivers.View       { return a.view }
+func (a *lying) Rows() int                { return len(a.view.Rows) }
+func (a *lying) Asked(i int) bool         { return a.view.Mask[i] }
 func (a *lying) Outcome() backend.Outcome { return a.out }
 func (a *lying) Access() drivers.Access   { return a.acc }
 

@@ -92,13 +92,19 @@ func (ln *Loan) ViewInto(buf drivers.View, b Handles, keys []string, mask []bool
 		return drivers.View{}, fmt.Errorf("%w: %d keys, %d mask bits for %d slots", ErrBadView, len(keys), len(mask), len(ln.slots))
 	}
 	// Every region is checked before anything is allocated: a view that
-	// cannot be built costs nothing. A run of slots on one region asks once.
+	// cannot be built costs nothing. A run of slots on one region asks once
+	// (the first run's answer is kept for the rows below).
+	var h drivers.Handle
 	for i, r := range ln.slots {
 		if i > 0 && r.region == ln.slots[i-1].region {
 			continue
 		}
-		if _, ok := b.Handle(ln.l.arenas[r.region].Label()); !ok {
+		hi, ok := b.Handle(ln.l.arenas[r.region].Label())
+		if !ok {
 			return drivers.View{}, ln.l.unboundErr(r.region)
+		}
+		if i == 0 {
+			h = hi
 		}
 	}
 	n := len(keys)
@@ -108,10 +114,9 @@ func (ln *Loan) ViewInto(buf drivers.View, b Handles, keys []string, mask []bool
 	} else {
 		v = drivers.View{Rows: ln.l.rowSlab.Make(n), Mask: ln.l.flagSlab.Make(n)}
 	}
-	var h drivers.Handle
 	for i, k := range keys {
 		r := ln.slots[i]
-		if i == 0 || r.region != ln.slots[i-1].region {
+		if i > 0 && r.region != ln.slots[i-1].region {
 			h, _ = b.Handle(ln.l.arenas[r.region].Label())
 		}
 		v.Rows[i] = drivers.Row{Key: k, Handle: h, Slot: int(r.slot), Position: i}

@@ -66,9 +66,8 @@ func (l *Lender) checkMarks(ln *Loan, o backend.Outcome) {
 	if o.State != backend.Delivered {
 		return
 	}
-	v := a.View()
-	if len(o.Served) != len(v.Rows) {
-		l.violate(rules.SMarks, ln, "attempt %d delivered %d served bits for %d rows", a.ID(), len(o.Served), len(v.Rows))
+	if n := a.Rows(); len(o.Served) != n {
+		l.violate(rules.SMarks, ln, "attempt %d delivered %d served bits for %d rows", a.ID(), len(o.Served), n)
 		return
 	}
 	// Marks are taken once, from the first Delivered outcome: only then do
@@ -76,7 +75,7 @@ func (l *Lender) checkMarks(ln *Loan, o backend.Outcome) {
 	m := l.markSlab.New()
 	m.marks, m.data = l.flagSlab.Make(len(ln.slots)), l.dataSlab.Make(len(ln.slots))
 	for i, s := range o.Served {
-		if s && !v.Mask[i] {
+		if s && !a.Asked(i) {
 			l.violate(rules.SMarks, ln, "attempt %d served row %d, which was masked out", a.ID(), i)
 			continue
 		}

@@ -174,12 +174,16 @@ func presentOf(b *batch) []bool {
 }
 
 // settleLookup ends a first lookup that no Submit followed: its batch needs
-// nothing more from the store, or the backend forgot it.
+// nothing more from the store, or the backend forgot it. Most events have
+// none pending: that check is inlined.
 func (m *Model) settleLookup() {
-	b := m.pending
-	if b == nil {
-		return
+	if m.pending != nil {
+		m.settlePending()
 	}
+}
+
+func (m *Model) settlePending() {
+	b := m.pending
 	m.pending = nil
 	if restLen(b) > 0 && !m.committed(b.a) {
 		m.fail(rules.BProgress, b.a, 0, "lookup-no-submit", fmt.Sprintf("the lookup of %q left %q to send, but no call followed",

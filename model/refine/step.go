@@ -360,16 +360,21 @@ func (m *Model) judgeLive() {
 }
 
 // compact forgets finished attempts so a long run stays cheap (the ENDED
-// calls are forgotten by sweepCalls).
+// calls are forgotten by sweepCalls). The check is inlined: most runs keep
+// fewer.
 func (m *Model) compact() {
 	if len(m.attempts) > 64 {
-		m.attempts = slices.DeleteFunc(m.attempts, func(a *attempt) bool {
-			if a.done {
-				delete(m.byView, a.view)
-			}
-			return a.done
-		})
+		m.forgetDone()
 	}
+}
+
+func (m *Model) forgetDone() {
+	m.attempts = slices.DeleteFunc(m.attempts, func(a *attempt) bool {
+		if a.done {
+			delete(m.byView, a.view)
+		}
+		return a.done
+	})
 }
 
 func positions(served []bool) string {

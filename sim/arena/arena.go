@@ -46,6 +46,15 @@ import (
 // Poison is the byte released slots are filled with.
 const Poison = 0xDB
 
+// poisonFill is Poison repeated: Release copies it over a slot, which is
+// cheaper than storing the byte one at a time.
+var poisonFill = func() (b [256]byte) {
+	for i := range b {
+		b[i] = Poison
+	}
+	return b
+}()
+
 // SlotState is who owns a slot.
 type SlotState uint8
 
@@ -405,8 +414,8 @@ func (a *Arena) releaseLocked(slot int) {
 		a.firstFree.Store(int32(slot))
 	}
 	b := a.buf[slot*a.slotBytes : (slot+1)*a.slotBytes]
-	for i := range b {
-		b[i] = Poison
+	for len(b) > 0 {
+		b = b[copy(b, poisonFill[:]):]
 	}
 	if a.sh != nil {
 		a.ownedLocked(slot, slot)
