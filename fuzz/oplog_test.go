@@ -21,6 +21,7 @@ var writeCorpus = flag.Bool("writecorpus", false, "rewrite the generated seed co
 // nothing runnable is skipped as invalid, never a failure.
 func FuzzOpLog(f *testing.F) {
 	engine.TuneGC() // as the swarm runs seeds (a fuzz worker is a swarm of one)
+	engine.TuneFuzzWorker()
 	for _, seed := range opLogSeeds() {
 		f.Add(seed)
 	}
@@ -69,6 +70,7 @@ func opLogFailure(res *engine.Result) string {
 // FuzzParseOpLog: workload.Parse never panics on any text, and whatever it
 // accepts prints (Log.String) and parses back to the same log.
 func FuzzParseOpLog(f *testing.F) {
+	engine.TuneFuzzWorker()
 	for _, seed := range parseSeeds() {
 		f.Add(seed)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/storesim/storesim/fuzz/engine"
 	"github.com/storesim/storesim/fuzz/machine"
 )
 
@@ -39,7 +40,10 @@ func TestBackendStateMachine(t *testing.T) {
 // (skipped), never a failure. Fuzzing builders outside go test cannot use
 // rapid (it needs the standard *testing.T): fuzz/targets.Machine drives the
 // same machine from raw bytes (machine.Bytes).
-func FuzzBackendStateMachine(f *testing.F) { f.Fuzz(rapid.MakeFuzz(backendProperty)) }
+func FuzzBackendStateMachine(f *testing.F) {
+	engine.TuneFuzzWorker()
+	f.Fuzz(rapid.MakeFuzz(backendProperty))
+}
 
 // backendProperty is the one property body behind both entry points.
 func backendProperty(t *rapid.T) { property(machine.Options{})(t) }
