@@ -116,7 +116,8 @@ awk -v f="$fz" 'BEGIN{printf "fuzz: one 100-op decode+run = %.2f ms → %.0f exe
 #                        median of the per-seed event-rate ratios
 #   seeds/min            storesim run --seeds 0:20000 --workers 2 (its summary)
 #   fuzz execs/s         go test -fuzz FuzzOpLog -parallel 2 for 20 s from a fresh
-#                        fuzz cache (the same start corpus every time), in
+#                        fuzz cache (the same start corpus every time), the
+#                        median of three rounds, in
 #                        executions of 100-op inputs (the issue's unit): the
 #                        ops of the runnable inputs the two workers played
 #                        (STORESIM_FUZZ_STATS: each worker process counts its
@@ -135,20 +136,26 @@ awk -v f="$fz" 'BEGIN{printf "fuzz: one 100-op decode+run = %.2f ms → %.0f exe
 bin=$(mktemp -d)
 go build -o "$bin/storesim" ./cmd/storesim
 spm=$("$bin/storesim" run --seeds 0:20000 --workers 2 2>&1 >/dev/null | sed -n 's/.*(\([0-9]*\) seeds\/min.*/\1/p' | head -1)
-mkdir -p "$bin/fuzzstats"
-# A fresh fuzz cache each time: every measurement starts from the same corpus
-# (the committed entries and FuzzOpLog's seeds). With go's shared cache
-# (GOCACHE/fuzz) each run starts from what earlier runs found, and the
-# figure swung 1,400-3,400 between four runs in a row.
-STORESIM_FUZZ_STATS="$bin/fuzzstats" go test -run '^$' -fuzz '^FuzzOpLog$' -fuzztime 20s -parallel 2 ./fuzz \
-  -args -test.fuzzcachedir="$bin/fuzzcache" >"$bin/fuzz.txt" 2>&1 || true
-fzt=$(sed -n 's/^fuzz: elapsed: \([0-9]*\)s, execs: \([0-9]*\) .*/\1 \2/p' "$bin/fuzz.txt" | tail -1)
-fzin=$(cat "$bin"/fuzzstats/* 2>/dev/null | awk -v t="${fzt%% *}" '{r+=$1} END{if (r && t>0) printf "%.0f", r/t; else print "?"}')
-fz=$(cat "$bin"/fuzzstats/* 2>/dev/null | awk -v t="${fzt%% *}" '{o+=$2} END{if (o && t>0) printf "%.0f", o/100/t; else print "?"}')
-fzgo=$(echo "$fzt" | awk '$1>0{printf "%.0f", $2/$1} $1<=0{print "?"}')
+# Three rounds, each from a fresh fuzz cache: every round starts from the
+# same corpus (the committed entries and FuzzOpLog's seeds). With go's shared
+# cache (GOCACHE/fuzz) each run started from what earlier runs found, and the
+# figure swung 1,400-3,400 between four runs in a row; the fuzzer's own
+# choices still move a round by ±15 %, so the figures are the rounds' medians.
+fuzzround() { # fuzzround DIR → "execs inputs go's ops/exec" of one 20 s round
+  mkdir -p "$1/stats"
+  STORESIM_FUZZ_STATS="$1/stats" go test -run '^$' -fuzz '^FuzzOpLog$' -fuzztime 20s -parallel 2 ./fuzz \
+    -args -test.fuzzcachedir="$1/cache" >"$1/fuzz.txt" 2>&1 || true
+  local t n
+  read -r t n < <(sed -n 's/^fuzz: elapsed: \([0-9]*\)s, execs: \([0-9]*\) .*/\1 \2/p' "$1/fuzz.txt" | tail -1)
+  cat "$1"/stats/* 2>/dev/null | awk -v t="${t:-0}" -v n="${n:-0}" '{r+=$1; o+=$2}
+    END{if (r && t>0) printf "%.0f %.0f %.0f %.0f\n", o/100/t, r/t, n/t, o/r; else print "? ? ? ?"}'
+}
+for i in 1 2 3; do fuzzround "$bin/fuzz$i"; done >"$bin/fuzzrounds"
+med() { awk -v c="$1" '{print $c}' "$bin/fuzzrounds" | sort -g | sed -n 2p; }
+fz=$(med 1); fzin=$(med 2); fzgo=$(med 3); fzops=$(med 4)
+echo "fuzz rounds (100-op execs/s, inputs/s, go's execs/s, ops/exec): $(paste -sd';' "$bin/fuzzrounds" | sed 's/;/; /g')"
 cs=$(for i in 1 2 3; do s0=$(date +%s.%N); "$bin/storesim" certify --driver memory >/dev/null 2>&1 || true; echo "$s0 $(date +%s.%N)"; done |
   awk '{print $2-$1}' | sort -g | sed -n 2p)
-fzops=$(cat "$bin"/fuzzstats/* 2>/dev/null | awk '{r+=$1; o+=$2} END{if (r) printf "%.0f", o/r; else print "?"}')
 rm -rf "$bin"
 pb=$(metric 'BenchmarkPipelineVsBare' pipeline/bare-loop); al=$(metric 'BenchmarkPipelineVsBare' allocs/seed)
 pe=$(grep -E '^BenchmarkCheck/ops=10000/evicting' "$out" | awk '{for (i=2;i<=NF;i++) if ($i=="ms/10k-ops") print $(i-1)}' | head -1)
