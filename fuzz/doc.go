@@ -3,6 +3,8 @@
 // of "find and replay". The rapid tests live beside the machine so that
 // this package's test binary does not link rapid: go test -fuzz instruments
 // every package linked in and walks all their coverage counters per exec.
+// For the same reason of cost, each target calls engine.TuneFuzzWorker: a
+// fuzz worker process takes NumCPU/-parallel Ps, not one per CPU.
 //
 // # Targets
 //
