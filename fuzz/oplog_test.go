@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/storesim/storesim/fuzz/corpusfile"
 	"github.com/storesim/storesim/fuzz/engine"
 	"github.com/storesim/storesim/fuzz/workload"
 	"github.com/storesim/storesim/sim"
@@ -124,36 +125,17 @@ func parseSeeds() []string {
 	return out
 }
 
-// corpusEntry is one committed seed corpus file.
-type corpusEntry struct {
-	target, name string
-	value        any // []byte or string
-}
-
-func (e corpusEntry) path() string { return filepath.Join("testdata", "fuzz", e.target, e.name) }
-
-// body is the file in go's corpus format.
-func (e corpusEntry) body() string {
-	switch v := e.value.(type) {
-	case []byte:
-		return fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", v)
-	case string:
-		return fmt.Sprintf("go test fuzz v1\nstring(%q)\n", v)
-	}
-	panic(fmt.Sprintf("corpus value of type %T", e.value))
-}
-
 // corpus is every generated seed corpus file: FuzzOpLog inputs of about 100
 // ops with every header shape (the throughput goal is stated for 100-op
 // inputs) and generated op logs for FuzzParseOpLog. (fuzz/machine generates
 // the state machines' corpus.)
-func corpus() []corpusEntry {
-	var out []corpusEntry
+func corpus() []corpusfile.Entry {
+	var out []corpusfile.Entry
 	for i, in := range corpusInputs() {
-		out = append(out, corpusEntry{"FuzzOpLog", fmt.Sprintf("seed-%02d", i), in})
+		out = append(out, corpusfile.Entry{Target: "FuzzOpLog", Name: fmt.Sprintf("seed-%02d", i), Value: in})
 	}
 	for i, text := range parseSeeds() {
-		out = append(out, corpusEntry{"FuzzParseOpLog", fmt.Sprintf("seed-%02d", i), text})
+		out = append(out, corpusfile.Entry{Target: "FuzzParseOpLog", Name: fmt.Sprintf("seed-%02d", i), Value: text})
 	}
 	return out
 }
@@ -163,22 +145,13 @@ func corpus() []corpusEntry {
 // decode to runnable logs of about 100 ops.
 func TestSeedCorpus(t *testing.T) {
 	for _, e := range corpus() {
-		if *writeCorpus {
-			if err := os.MkdirAll(filepath.Dir(e.path()), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(e.path(), []byte(e.body()), 0o644); err != nil {
-				t.Fatal(err)
-			}
+		if err := e.Sync(*writeCorpus); err != nil {
+			t.Fatalf("%v: regenerate with go test ./fuzz -run TestSeedCorpus -writecorpus (repro: go test ./fuzz -run TestSeedCorpus)", err)
 		}
-		got, err := os.ReadFile(e.path())
-		if err != nil || string(got) != e.body() {
-			t.Fatalf("corpus file %s is missing or stale (%v): regenerate with go test ./fuzz -run TestSeedCorpus -writecorpus (repro: go test ./fuzz -run TestSeedCorpus)", e.path(), err)
-		}
-		if e.target == "FuzzOpLog" {
-			l, ok := Decode(e.value.([]byte))
+		if e.Target == "FuzzOpLog" {
+			l, ok := Decode(e.Value.([]byte))
 			if !ok || len(l.Ops) < 90 {
-				t.Fatalf("%s decodes to %d ops, runnable=%t; want a runnable log of about 100 ops (repro: go test ./fuzz -run TestSeedCorpus)", e.path(), len(l.Ops), ok)
+				t.Fatalf("%s decodes to %d ops, runnable=%t; want a runnable log of about 100 ops (repro: go test ./fuzz -run TestSeedCorpus)", e.Path(), len(l.Ops), ok)
 			}
 		}
 	}

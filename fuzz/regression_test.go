@@ -3,10 +3,10 @@ package fuzz
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/storesim/storesim/fuzz/corpusfile"
 	"github.com/storesim/storesim/fuzz/workload"
 )
 
@@ -27,7 +27,7 @@ func TestCorpusFilesReplay(t *testing.T) {
 			t.Fatalf("testdata/fuzz/%s is empty (repro: go test ./fuzz -run TestCorpusFilesReplay)", tg.Name())
 		}
 		for _, f := range files {
-			v, err := readCorpusFile(f)
+			v, err := corpusfile.Read(f)
 			if err != nil {
 				t.Fatalf("%s: %v (repro: go test ./fuzz -run TestCorpusFilesReplay)", f, err)
 			}
@@ -51,36 +51,3 @@ func TestCorpusFilesReplay(t *testing.T) {
 		}
 	}
 }
-
-// readCorpusFile reads one value of go's corpus format ("go test fuzz v1",
-// then []byte("…") or string("…")).
-func readCorpusFile(path string) (any, error) {
-	text, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	lines := strings.SplitN(strings.TrimRight(string(text), "\n"), "\n", 2)
-	if len(lines) != 2 || lines[0] != "go test fuzz v1" {
-		return nil, errBadCorpus
-	}
-	body := strings.TrimSpace(lines[1])
-	for _, kind := range []string{"[]byte", "string"} {
-		if inner, ok := strings.CutPrefix(body, kind+"("); ok && strings.HasSuffix(inner, ")") {
-			s, err := strconv.Unquote(strings.TrimSuffix(inner, ")"))
-			if err != nil {
-				return nil, err
-			}
-			if kind == "string" {
-				return s, nil
-			}
-			return []byte(s), nil
-		}
-	}
-	return nil, errBadCorpus
-}
-
-var errBadCorpus = errorString("not a one-value corpus file (go test fuzz v1, then []byte(\"…\") or string(\"…\"))")
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }

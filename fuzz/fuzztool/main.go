@@ -37,9 +37,9 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
+	"github.com/storesim/storesim/fuzz/corpusfile"
 	"github.com/storesim/storesim/fuzz/targets"
 )
 
@@ -200,23 +200,10 @@ func readCorpus(root string, dirs []string) ([]entry, error) {
 }
 
 // parseCorpusFile reads a go test corpus file of one []byte or string
-// value.
+// value, as bytes.
 func parseCorpusFile(text string) ([]byte, error) {
-	body, ok := strings.CutPrefix(text, "go test fuzz v1\n")
-	if !ok {
-		return nil, errors.New(`not a go test corpus file (no "go test fuzz v1" line)`)
-	}
-	body = strings.TrimSpace(body)
-	for _, typ := range []string{"[]byte(", "string("} {
-		if lit, ok := strings.CutPrefix(body, typ); ok && strings.HasSuffix(lit, ")") {
-			s, err := strconv.Unquote(strings.TrimSuffix(lit, ")"))
-			if err != nil {
-				return nil, fmt.Errorf("value %.40s…: %v", lit, err)
-			}
-			return []byte(s), nil
-		}
-	}
-	return nil, fmt.Errorf("want one []byte(…) or string(…) value, got %.40q", body)
+	v, err := corpusfile.Parse(text)
+	return corpusfile.Bytes(v), err
 }
 
 // frame is data as a libFuzzer input that the testing package of the

@@ -2,12 +2,11 @@ package machine_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/fuzz/corpusfile"
 	"github.com/storesim/storesim/fuzz/machine"
 )
 
@@ -18,15 +17,15 @@ import (
 // builders).
 var bytesMachineSeeds = []uint64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
 
-func bytesMachineCorpus(t *testing.T) []corpusEntry {
+func bytesMachineCorpus(t *testing.T) []corpusfile.Entry {
 	t.Helper()
-	var out []corpusEntry
+	var out []corpusfile.Entry
 	for _, seed := range bytesMachineSeeds {
 		in, err := machine.Generate(seed, 200, machine.Options{})
 		if err != nil {
 			t.Fatalf("machine.Generate(%d): the generated run fails: %v (repro: go test ./fuzz/machine -run TestBytesMachine)", seed, err)
 		}
-		out = append(out, corpusEntry{"FuzzMachine", fmt.Sprintf("seed-%02d", seed), in})
+		out = append(out, corpusfile.Entry{Target: "FuzzMachine", Name: fmt.Sprintf("seed-%02d", seed), Value: in})
 	}
 	return out
 }
@@ -42,25 +41,16 @@ func TestBytesMachine(t *testing.T) {
 	entries := bytesMachineCorpus(t)
 	var total machine.Stats
 	for i, e := range entries {
-		if *writeCorpus {
-			if err := os.MkdirAll(filepath.Dir(e.path()), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(e.path(), []byte(e.body()), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		got, err := os.ReadFile(e.path())
-		if err != nil || string(got) != e.body() {
-			t.Fatalf("corpus file %s is missing or stale (%v): regenerate with go test ./fuzz/machine -run TestBytesMachine -writecorpus %s", e.path(), err, repro)
+		if err := e.Sync(*writeCorpus); err != nil {
+			t.Fatalf("%v: regenerate with go test ./fuzz/machine -run TestBytesMachine -writecorpus %s", err, repro)
 		}
 		var gen, replay machine.Stats
 		machine.Generate(bytesMachineSeeds[i], 200, machine.Options{Stats: &gen})
-		if err := machine.RunBytes(e.value, machine.Options{Stats: &replay}); err != nil {
-			t.Fatalf("%s fails on the reference drivers:\n%v\n%s", e.path(), err, repro)
+		if err := machine.RunBytes(e.Value.([]byte), machine.Options{Stats: &replay}); err != nil {
+			t.Fatalf("%s fails on the reference drivers:\n%v\n%s", e.Path(), err, repro)
 		}
 		if gen != replay {
-			t.Fatalf("%s replays another run than Generate made:\ngenerated %+v\nreplayed  %+v\n%s", e.path(), gen, replay, repro)
+			t.Fatalf("%s replays another run than Generate made:\ngenerated %+v\nreplayed  %+v\n%s", e.Path(), gen, replay, repro)
 		}
 		total.Admitted += replay.Admitted
 		total.Delivered += replay.Delivered
@@ -88,7 +78,7 @@ func TestBytesMachine(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			var msgs []string
 			for _, e := range entries {
-				if err := machine.RunBytes(e.value, machine.Options{Wrap: p.wrap}); err != nil {
+				if err := machine.RunBytes(e.Value.([]byte), machine.Options{Wrap: p.wrap}); err != nil {
 					msgs = append(msgs, err.Error())
 				}
 			}

@@ -9,6 +9,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/storesim/storesim/fuzz/corpusfile"
 	"github.com/storesim/storesim/fuzz/machine"
 )
 
@@ -117,9 +118,13 @@ func TestCorpusFilesReplay(t *testing.T) {
 			t.Fatalf("testdata/fuzz/%s is empty (repro: go test ./fuzz/machine -run TestCorpusFilesReplay)", tg.Name())
 		}
 		for _, f := range files {
-			b, err := readCorpusFile(f)
+			v, err := corpusfile.Read(f)
 			if err != nil {
 				t.Fatalf("%s: %v (repro: go test ./fuzz/machine -run TestCorpusFilesReplay)", f, err)
+			}
+			b, ok := v.([]byte)
+			if !ok {
+				t.Fatalf("%s holds a %T, want the []byte both machine targets take (repro: go test ./fuzz/machine -run TestCorpusFilesReplay)", f, v)
 			}
 			switch tg.Name() {
 			case "FuzzBackendStateMachine":

@@ -58,6 +58,9 @@ var layer = map[string]int{
 	"fuzz/timeline": 4,
 	"fuzz":          4,
 	"fuzz/machine":  4,
+	// corpusfile reads and writes go test corpus files for the fuzz
+	// packages' tests and fuzztool; it imports nothing of the project.
+	"fuzz/corpusfile": 4,
 
 	"scenarios":             5,
 	"drivers/drivertest":    5,
