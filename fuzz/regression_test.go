@@ -1,7 +1,6 @@
 package fuzz
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,37 +16,28 @@ import (
 // replays fails the test, never passes skipped. (The state machines' corpus
 // lives, and is checked the same way, in fuzz/machine.)
 func TestCorpusFilesReplay(t *testing.T) {
-	targets, err := os.ReadDir(filepath.Join("testdata", "fuzz"))
+	files, err := corpusfile.Files()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v (repro: go test ./fuzz -run TestCorpusFilesReplay)", err)
 	}
-	for _, tg := range targets {
-		files, _ := filepath.Glob(filepath.Join("testdata", "fuzz", tg.Name(), "*"))
-		if len(files) == 0 {
-			t.Fatalf("testdata/fuzz/%s is empty (repro: go test ./fuzz -run TestCorpusFilesReplay)", tg.Name())
-		}
-		for _, f := range files {
-			v, err := corpusfile.Read(f)
-			if err != nil {
-				t.Fatalf("%s: %v (repro: go test ./fuzz -run TestCorpusFilesReplay)", f, err)
+	for _, cf := range files {
+		f, v := cf.Path, cf.Value
+		switch cf.Target {
+		case "FuzzOpLog":
+			b, _ := v.([]byte)
+			if _, ok := Decode(b); !ok {
+				t.Fatalf("%s decodes to nothing runnable: FuzzOpLog would skip it (repro: go test ./fuzz -run TestCorpusFilesReplay)", f)
 			}
-			switch tg.Name() {
-			case "FuzzOpLog":
-				b, _ := v.([]byte)
-				if _, ok := Decode(b); !ok {
-					t.Fatalf("%s decodes to nothing runnable: FuzzOpLog would skip it (repro: go test ./fuzz -run TestCorpusFilesReplay)", f)
+		case "FuzzParseOpLog":
+			if s, ok := v.(string); !ok {
+				t.Fatalf("%s holds %T, want a string (repro: go test ./fuzz -run TestCorpusFilesReplay)", f, v)
+			} else if strings.HasPrefix(filepath.Base(f), "seed-") && s != "" {
+				if _, err := workload.Parse(s); err != nil {
+					t.Fatalf("%s, a generated seed, no longer parses: %v (repro: go test ./fuzz -run TestCorpusFilesReplay)", f, err)
 				}
-			case "FuzzParseOpLog":
-				if s, ok := v.(string); !ok {
-					t.Fatalf("%s holds %T, want a string (repro: go test ./fuzz -run TestCorpusFilesReplay)", f, v)
-				} else if strings.HasPrefix(filepath.Base(f), "seed-") && s != "" {
-					if _, err := workload.Parse(s); err != nil {
-						t.Fatalf("%s, a generated seed, no longer parses: %v (repro: go test ./fuzz -run TestCorpusFilesReplay)", f, err)
-					}
-				}
-			default:
-				t.Fatalf("testdata/fuzz/%s: no fuzz target of that name (repro: go test ./fuzz -run TestCorpusFilesReplay)", tg.Name())
 			}
+		default:
+			t.Fatalf("testdata/fuzz/%s: no fuzz target of that name (repro: go test ./fuzz -run TestCorpusFilesReplay)", cf.Target)
 		}
 	}
 }

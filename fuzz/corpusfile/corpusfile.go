@@ -103,3 +103,35 @@ func Bytes(v any) []byte {
 	b, _ := v.([]byte)
 	return b
 }
+
+// File is one file of a committed corpus and its value.
+type File struct {
+	Target, Path string
+	Value        any // []byte or string
+}
+
+// Files reads every file of testdata/fuzz/<Target>/ (targets and files in
+// name order). A target directory without a file, or a file that is not a
+// one-value corpus file, is an error naming it: a corpus that no longer
+// replays must fail, never pass empty.
+func Files() ([]File, error) {
+	dirs, err := os.ReadDir(filepath.Join("testdata", "fuzz"))
+	if err != nil {
+		return nil, err
+	}
+	var out []File
+	for _, d := range dirs {
+		paths, _ := filepath.Glob(filepath.Join("testdata", "fuzz", d.Name(), "*"))
+		if len(paths) == 0 {
+			return nil, fmt.Errorf("testdata/fuzz/%s is empty", d.Name())
+		}
+		for _, p := range paths {
+			v, err := Read(p)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", p, err)
+			}
+			out = append(out, File{Target: d.Name(), Path: p, Value: v})
+		}
+	}
+	return out, nil
+}

@@ -2,6 +2,8 @@ package corpusfile
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -36,5 +38,27 @@ func TestSyncFindsStale(t *testing.T) {
 	e.Value = []byte("w")
 	if err := e.Sync(false); !errors.Is(err, ErrStale) {
 		t.Fatalf("changed value: Sync = %v, want ErrStale (repro: go test ./fuzz/corpusfile -run TestSyncFindsStale)", err)
+	}
+}
+
+func TestFilesRefusesEmptyAndBad(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if err := (Entry{Target: "FuzzX", Name: "seed-00", Value: "v"}).Sync(true); err != nil {
+		t.Fatal(err)
+	}
+	if fs, err := Files(); err != nil || len(fs) != 1 || fs[0].Value != "v" {
+		t.Fatalf("Files = %+v, %v; want the one file (repro: go test ./fuzz/corpusfile -run TestFilesRefusesEmptyAndBad)", fs, err)
+	}
+	if err := os.WriteFile(filepath.Join("testdata", "fuzz", "FuzzX", "bad"), []byte("junk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Files(); !errors.Is(err, ErrFormat) {
+		t.Fatalf("a bad file: Files err = %v, want ErrFormat (repro: go test ./fuzz/corpusfile -run TestFilesRefusesEmptyAndBad)", err)
+	}
+	if err := os.MkdirAll(filepath.Join("testdata", "fuzz", "FuzzEmpty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Files(); err == nil {
+		t.Fatal("an empty target directory: Files gave no error (repro: go test ./fuzz/corpusfile -run TestFilesRefusesEmptyAndBad)")
 	}
 }

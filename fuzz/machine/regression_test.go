@@ -108,43 +108,34 @@ func TestRapidFailFileCheckCanFail(t *testing.T) {
 // replays fails the test, never passes skipped. (Package fuzz checks its
 // own targets' corpus the same way.)
 func TestCorpusFilesReplay(t *testing.T) {
-	targets, err := os.ReadDir(filepath.Join("testdata", "fuzz"))
+	files, err := corpusfile.Files()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v (repro: go test ./fuzz/machine -run TestCorpusFilesReplay)", err)
 	}
-	for _, tg := range targets {
-		files, _ := filepath.Glob(filepath.Join("testdata", "fuzz", tg.Name(), "*"))
-		if len(files) == 0 {
-			t.Fatalf("testdata/fuzz/%s is empty (repro: go test ./fuzz/machine -run TestCorpusFilesReplay)", tg.Name())
+	for _, cf := range files {
+		f, v := cf.Path, cf.Value
+		b, ok := v.([]byte)
+		if !ok {
+			t.Fatalf("%s holds a %T, want the []byte both machine targets take (repro: go test ./fuzz/machine -run TestCorpusFilesReplay)", f, v)
 		}
-		for _, f := range files {
-			v, err := corpusfile.Read(f)
-			if err != nil {
-				t.Fatalf("%s: %v (repro: go test ./fuzz/machine -run TestCorpusFilesReplay)", f, err)
+		switch cf.Target {
+		case "FuzzBackendStateMachine":
+			ran := false
+			t.Run(filepath.Base(f), func(t *testing.T) {
+				rapid.MakeFuzz(backendProperty)(t, b)
+				ran = true
+			})
+			if !ran {
+				t.Fatalf("%s is not a valid state machine input: rapid skipped it (repro: go test ./fuzz/machine -run TestCorpusFilesReplay)", f)
 			}
-			b, ok := v.([]byte)
-			if !ok {
-				t.Fatalf("%s holds a %T, want the []byte both machine targets take (repro: go test ./fuzz/machine -run TestCorpusFilesReplay)", f, v)
+		case "FuzzMachine":
+			// The byte-level state machine (target in fuzz/targets):
+			// its seeds must replay without an error.
+			if err := machine.RunBytes(b, machine.Options{}); err != nil {
+				t.Fatalf("%s no longer replays: %v (repro: go test ./fuzz/machine -run TestCorpusFilesReplay)", f, err)
 			}
-			switch tg.Name() {
-			case "FuzzBackendStateMachine":
-				ran := false
-				t.Run(filepath.Base(f), func(t *testing.T) {
-					rapid.MakeFuzz(backendProperty)(t, b)
-					ran = true
-				})
-				if !ran {
-					t.Fatalf("%s is not a valid state machine input: rapid skipped it (repro: go test ./fuzz/machine -run TestCorpusFilesReplay)", f)
-				}
-			case "FuzzMachine":
-				// The byte-level state machine (target in fuzz/targets):
-				// its seeds must replay without an error.
-				if err := machine.RunBytes(b, machine.Options{}); err != nil {
-					t.Fatalf("%s no longer replays: %v (repro: go test ./fuzz/machine -run TestCorpusFilesReplay)", f, err)
-				}
-			default:
-				t.Fatalf("testdata/fuzz/%s: no fuzz target of that name (repro: go test ./fuzz/machine -run TestCorpusFilesReplay)", tg.Name())
-			}
+		default:
+			t.Fatalf("testdata/fuzz/%s: no fuzz target of that name (repro: go test ./fuzz/machine -run TestCorpusFilesReplay)", cf.Target)
 		}
 	}
 }
