@@ -2,6 +2,7 @@ package memdriver
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,4 +63,21 @@ func BenchmarkSwarmSeed(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		runSwarm(b, uint64(i%1000), &st)
 	}
+}
+
+// BenchmarkFaultLines is what a run pays for one endpoint's fault mix: the
+// swarm draw, its lines (as an op log carries them) and their parse.
+//
+//	go test -run '^$' -bench FaultLines -benchmem ./drivers/memdriver
+func BenchmarkFaultLines(b *testing.B) {
+	lines := 0
+	for i := 0; b.Loop(); i++ {
+		text := Swarm(uint64(i)).String()
+		ls := strings.Split(text, "\n")
+		lines += len(ls)
+		if _, err := ParseFaultLines(ls...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(lines)/float64(b.N), "lines/op")
 }

@@ -207,12 +207,33 @@ func Swarm(seed uint64) FaultMix {
 		if !r.Chance(0.5) {
 			continue
 		}
-		rate := faultKinds[i].swarmMax * math.Pow(10, -2*r.Float64())
-		rate, _ = strconv.ParseFloat(strconv.FormatFloat(rate, 'g', 3, 64), 64)
-		*m.rate(i) = rate
+		*m.rate(i) = round3(faultKinds[i].swarmMax * math.Pow(10, -2*r.Float64()))
 	}
 	return m
 }
+
+// round3 is x rounded to three significant digits, as
+// strconv.ParseFloat(strconv.FormatFloat(x, 'g', 3, 64), 64) gives it for
+// the rates Swarm draws (in (0, 1)), without the string: the digits d.dd and
+// exponent e of x's 'e' form make ddd / 10^(2-e), one IEEE division of two
+// exact numbers (ddd < 1000, 10^k exact up to 10^22), so it is the decimal's
+// nearest float64, as ParseFloat's. Anything else takes the string path.
+func round3(x float64) float64 {
+	var buf [24]byte
+	b := strconv.AppendFloat(buf[:0], x, 'e', 2, 64) // "d.dde-XX"
+	if len(b) == 8 && b[1] == '.' && b[4] == 'e' && b[5] == '-' {
+		ddd := float64(int(b[0]-'0')*100 + int(b[2]-'0')*10 + int(b[3]-'0'))
+		if k := 2 + int(b[6]-'0')*10 + int(b[7]-'0'); k < len(pow10) {
+			return ddd / pow10[k]
+		}
+	}
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 3, 64), 64)
+	return r
+}
+
+// pow10 are the powers of ten a float64 holds exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
 // DescribeSwarm prints the mix [Swarm] derives from seed, headed by a
 // comment line naming the seed; [ParseFaultMix] reads it back.
@@ -288,6 +309,61 @@ type faultParser struct {
 
 func (p *faultParser) line(line string) error {
 	p.n++
+	if k, r, ok := canonicalLine(line); ok && p.seen[k] == 0 {
+		p.seen[k] = p.n
+		*p.m.rate(k) = r
+		return nil
+	}
+	return p.general(line)
+}
+
+// canonicalLine reads a line exactly as [FaultMix.String] prints it,
+// "fault <name> rate=<decimal>", where <decimal> is digits with at most one
+// point, at most 15 of them significant. Such a rate is m / 10^d for
+// integers m < 2^53 and d <= 22 (its digits without the point, its digits
+// after the point): one IEEE division of two exact numbers, so the decimal's
+// nearest float64, which is what strconv.ParseFloat returns too. Any other
+// line (spaces, comments, an exponent, a bad name) is not ok and goes the
+// general way.
+func canonicalLine(line string) (kind int, rate float64, ok bool) {
+	rest, ok := strings.CutPrefix(line, "fault ")
+	if !ok {
+		return 0, 0, false
+	}
+	sp := strings.IndexByte(rest, ' ')
+	if sp < 0 {
+		return 0, 0, false
+	}
+	num, ok := strings.CutPrefix(rest[sp+1:], "rate=")
+	if !ok || num == "" || len(num) > 16 {
+		return 0, 0, false
+	}
+	if kind = lookupFault(rest[:sp]); kind < 0 {
+		return 0, 0, false
+	}
+	var m uint64
+	d, point := 0, false
+	for i := 0; i < len(num); i++ {
+		switch c := num[i]; {
+		case c >= '0' && c <= '9':
+			m = m*10 + uint64(c-'0')
+			if point {
+				d++
+			}
+		case c == '.' && !point:
+			point = true
+		default:
+			return 0, 0, false
+		}
+	}
+	if rate = float64(m) / pow10[d]; rate > 1 || len(num) == 1 && point {
+		return 0, 0, false
+	}
+	return kind, rate, true
+}
+
+// general reads any other line, reporting what is wrong with it.
+func (p *faultParser) general(line string) error {
 	n := p.n
 	line = strings.TrimSpace(line)
 	if line == "" || strings.HasPrefix(line, "#") {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -193,4 +194,56 @@ func ExampleDescribeSwarm() {
 	// fault rollback-fail rate=0.0961
 	// fault unregister-fail rate=0.0264
 	// fault unregister-stuck rate=0.0757
+}
+
+// TestRound3 checks Swarm's rounding against the string round trip it
+// replaces, on the rates Swarm draws, on others in (0, 1) and on exact
+// halfway cases (dyadic rates with a fourth digit 5, rounded to even).
+func TestRound3(t *testing.T) {
+	r := sim.NewRand(1)
+	xs := []float64{0.3125, 0.0625, 0.15625, 0.5, 0.9995, 0.00099951, 1e-7, 0.7}
+	for i := range 200_000 {
+		xs = append(xs, faultKinds[i%len(faultKinds)].swarmMax*math.Pow(10, -2*r.Float64()), r.Float64())
+	}
+	for _, x := range xs {
+		want, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 3, 64), 64)
+		if got := round3(x); got != want {
+			t.Fatalf("round3(%v) = %v, want %v %s", x, got, want, repro(t))
+		}
+	}
+}
+
+// TestCanonicalLine checks the fast path of the fault-line parser against
+// the general one: every line, canonical or not, reads the same (the same
+// mix, or an error from both).
+func TestCanonicalLine(t *testing.T) {
+	r := sim.NewRand(2)
+	lines := []string{"fault delay rate=0.", "fault delay rate=.", "fault delay rate=.5", "fault delay rate=1.0",
+		"fault delay rate=1.01", "fault delay rate=9999999999999999", "fault delay rate=0.000000000000001",
+		"fault delay rate=1e-05", "fault delay  rate=0.1", "fault delay rate=0.1 ", "fault nope rate=0.1",
+		"fault delay rate=", "fault delay rate=0..1", "fault delay rate=-0.1", "fault delay"}
+	const digits = "0123456789"
+	for range 100_000 {
+		n := 1 + r.Intn(17)
+		b := []byte("fault row-fault rate=")
+		point := r.Intn(n + 1)
+		for j := range n {
+			if j == point {
+				b = append(b, '.')
+			}
+			b = append(b, digits[r.Intn(10)])
+		}
+		if r.Intn(2) == 0 {
+			b[len("fault row-fault rate=")] = '0'
+		}
+		lines = append(lines, string(b))
+	}
+	for _, line := range lines {
+		var fast, general faultParser
+		fast.n, general.n = 1, 1
+		errFast, errGeneral := fast.line(line), general.general(line)
+		if fast.m != general.m || (errFast == nil) != (errGeneral == nil) {
+			t.Fatalf("%q: fast path %+v, %v; general %+v, %v %s", line, fast.m, errFast, general.m, errGeneral, repro(t))
+		}
+	}
 }
