@@ -27,6 +27,7 @@ func FuzzOpLog(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		engine.GrowStack() // each input runs on a new goroutine
 		log, ok := Decode(data)
 		if !ok {
 			t.Skip("decodes to nothing runnable (invalid input)")
