@@ -130,6 +130,13 @@ awk -v f="$fz" 'BEGIN{printf "fuzz: one 100-op decode+run = %.2f ms → %.0f exe
 #                        reports only when a fuzz request returns, so 20 s
 #                        can show a fraction of the work (golang/go#51484);
 #                        it is printed too.
+#   fuzz/decode-run      fuzz execs/s ÷ the rate two cores reach with
+#                        BenchmarkDecodeRun (the same decode + run, without
+#                        coverage instrumentation or the fuzzer): what the
+#                        fuzzing machinery keeps. It moves with the code
+#                        outside the run, not with the machine, which moves
+#                        both: the same code read 4,664 and ~2,000 fuzz
+#                        execs/s on two machines a day apart.
 #   porcupine ms/10k     BenchmarkCheck/ops=10000 (8 clients per key)
 #   certify memory s     storesim certify --driver memory, median of 3 wall times
 #   allocs/seed          BenchmarkPipelineVsBare (runtime.MemStats.Mallocs)
@@ -168,6 +175,7 @@ echo "fuzz execs/s (2 workers): $fz"
 echo "fuzz inputs/s (2 workers): $fzin"
 echo "fuzz execs/s (go's counter): $fzgo"
 echo "fuzz ops/exec: $fzops"
+awk -v f="$fz" -v d="$(metric 'BenchmarkDecodeRun' ns/op)" 'BEGIN{if (f+0 > 0 && d > 0) printf "fuzz/decode-run (2 cores): %.2f\n", f/(2*1e9/d); else print "fuzz/decode-run (2 cores): ?"}'
 echo "porcupine evicting ms/10k: $pe"
 echo "porcupine durable ms/10k: $pd"
 printf 'certify memory s: %.2f\n' "$cs"
