@@ -62,11 +62,25 @@ func (l *Lies) rate(kind int) *float64 {
 // IsLie reports whether a fault line is a lie ("fault lie-… rate=R").
 func IsLie(line string) bool {
 	// strings.Fields(line)[0] == "fault" && [1] starts "lie-", without the slice.
-	rest, ok := strings.CutPrefix(strings.TrimLeftFunc(line, unicode.IsSpace), "fault")
+	rest, ok := strings.CutPrefix(trimLeftSpace(line), "fault")
 	if r, _ := utf8.DecodeRuneInString(rest); !ok || !unicode.IsSpace(r) {
 		return false
 	}
-	return strings.HasPrefix(strings.TrimLeftFunc(rest, unicode.IsSpace), "lie-")
+	return strings.HasPrefix(trimLeftSpace(rest), "lie-")
+}
+
+// trimLeftSpace is strings.TrimLeftFunc(s, unicode.IsSpace), the ASCII
+// bytes of a log's usual lines skipped without decoding a rune each.
+func trimLeftSpace(s string) string {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf:
+			return strings.TrimLeftFunc(s[i:], unicode.IsSpace)
+		case c != ' ' && (c < '\t' || c > '\r'):
+			return s[i:]
+		}
+	}
+	return ""
 }
 
 // ErrBadLie names a lie line that does not parse.
