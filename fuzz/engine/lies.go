@@ -161,11 +161,10 @@ type liar struct {
 }
 
 func newLiar(d drivers.Driver, mix Lies, r *sim.Rand) drivers.Driver {
-	l := &liar{d: d, mix: mix, r: r}
 	if tr, ok := d.(drivers.TogetherRegisterer); ok {
-		return &togetherLiar{liar: l, tr: tr}
+		return &togetherLiar{liar: liar{d: d, mix: mix, r: r}, tr: tr}
 	}
-	return l
+	return &liar{d: d, mix: mix, r: r}
 }
 
 func (l *liar) Capabilities() drivers.Capabilities { return l.d.Capabilities() }
@@ -217,8 +216,10 @@ func (l *liar) Shutdown(ctx context.Context) []string {
 	return labels
 }
 
+// togetherLiar is a liar that also lies about together-registration; the
+// liar is in its allocation.
 type togetherLiar struct {
-	*liar
+	liar
 	tr drivers.TogetherRegisterer
 }
 
