@@ -76,7 +76,7 @@ func (m *Monitor) validLocked(b drivers.RowBatch) bool {
 		return false
 	}
 	for i, r := range b.Rows {
-		reg := m.regs[r.Handle]
+		reg := m.regLocked(r.Handle)
 		if r.Key == "" || reg == nil || !reg.live || r.Slot < 0 || r.Slot >= reg.r.Slots {
 			return false
 		}
@@ -225,7 +225,7 @@ func (m *Monitor) refusedSubmitLocked(rec *callRec, verr, err error, closed bool
 		return
 	}
 	for _, h := range rec.handles {
-		r := m.regs[h]
+		r := m.regLocked(h)
 		switch {
 		case r.staleCloseSeen:
 			m.violateLocked(rules.Violation{Rule: rules.DReg3, Row: -1, Region: r.r.Label,

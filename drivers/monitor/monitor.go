@@ -91,11 +91,13 @@ type Monitor struct {
 	nlive   int        // how many of order are not settled
 	maxID   drivers.CallID
 	open    []*callRec // calls whose known access is not ENDED (compacted lazily)
-	regs    map[drivers.Handle]*regRec
-	regList []*regRec  // the records of regs, for the checks that scan them all: a slice is cheaper to range over
+	regList []*regRec  // every registration's record, one per handle
 	scratch []*callRec // openLocked's copy for a caller done with it before unlocking
 	running []*callRec // calls with a wrapped callback running now
 	sizes   []SizeStat // indexed by batch size, valid batches only
+	// regs is regList by handle, made once regList outgrows regsInl: a
+	// scan of a few finds one sooner (regLocked).
+	regs map[drivers.Handle]*regRec
 
 	// The records of calls and registrations, which live about as long as
 	// the monitor (the caller keeps its calls).
@@ -168,7 +170,6 @@ type SizeStat struct {
 func Wrap(d drivers.Driver, opts Options) *Monitor {
 	m := &Monitor{
 		d: d, opts: opts, caps: d.Capabilities(),
-		regs: map[drivers.Handle]*regRec{},
 	}
 	m.regList = m.regsInl[:0]
 	m.order, m.open, m.scratch = m.callsInl[:0:16], m.callsInl[16:16:32], m.callsInl[32:32:48]
@@ -287,7 +288,7 @@ func (m *Monitor) Capabilities() drivers.Capabilities {
 
 // liveLocked is the monitor's table of live handles, for RowBatch.Validate.
 func (m *Monitor) liveLocked(h drivers.Handle) (drivers.Region, bool) {
-	r := m.regs[h]
+	r := m.regLocked(h)
 	if r == nil || !r.live {
 		return drivers.Region{}, false
 	}

@@ -55,6 +55,21 @@ func (m *Monitor) overlapLocked(r drivers.Region, except *regRec) *regRec {
 	return first
 }
 
+// regLocked is the record of handle h, nil if the monitor never saw it.
+// A monitor sees a few registrations: regList (one record per handle) is
+// scanned until it outgrows regsInl, then the map made of it answers.
+func (m *Monitor) regLocked(h drivers.Handle) *regRec {
+	if m.regs != nil {
+		return m.regs[h]
+	}
+	for _, r := range m.regList {
+		if r.h == h {
+			return r
+		}
+	}
+	return nil
+}
+
 // refusal is why a registration must be refused (rule 0: it need not be).
 // Its text is formatted only for the violation, when the driver accepted
 // the registration anyway.
@@ -97,7 +112,7 @@ func (m *Monitor) mustRefuseLocked(regions []drivers.Region) refusal {
 
 // addRegLocked records a successful registration.
 func (m *Monitor) addRegLocked(h drivers.Handle, r drivers.Region) {
-	old := m.regs[h]
+	old := m.regLocked(h)
 	if old != nil {
 		m.violateLocked(rules.Violation{Rule: rules.DReg3, Row: -1, Region: r.Label,
 			Detail: fmt.Sprintf("handle %d reused (it named region %q before); a stale close could take down the new registration", h, old.r.Label)})
@@ -109,7 +124,15 @@ func (m *Monitor) addRegLocked(h drivers.Handle, r drivers.Region) {
 	} else {
 		m.regList = append(m.regList, rec)
 	}
-	m.regs[h] = rec
+	switch {
+	case m.regs != nil:
+		m.regs[h] = rec
+	case len(m.regList) > len(m.regsInl): // too many to scan: index them
+		m.regs = make(map[drivers.Handle]*regRec, 2*len(m.regList))
+		for _, r := range m.regList {
+			m.regs[r.h] = r
+		}
+	}
 	at := m.now()
 	for _, o := range m.opts.Observers {
 		o.Registered(at, h, r)
@@ -184,7 +207,7 @@ type closeCtx struct {
 }
 
 func (m *Monitor) beginCloseLocked(h drivers.Handle) closeCtx {
-	c := closeCtx{h: h, rec: m.regs[h]}
+	c := closeCtx{h: h, rec: m.regLocked(h)}
 	switch {
 	case c.rec == nil:
 	case !c.rec.live:

@@ -72,15 +72,15 @@ func (t *Together) RegisterTogether(regions []drivers.Region) ([]drivers.Handle,
 func (t *Together) UnregisterTogether(hs []drivers.Handle) error {
 	m := t.Monitor
 	m.mu.Lock()
-	ctxs := make([]closeCtx, len(hs))
-	for i, h := range hs {
-		ctxs[i] = m.beginCloseLocked(h)
+	var inl [4]closeCtx // a together-batch is a few regions: no allocation
+	ctxs := inl[:0]
+	for _, h := range hs {
+		ctxs = append(ctxs, m.beginCloseLocked(h))
 	}
 	m.mu.Unlock()
 	err := m.together.UnregisterTogether(hs)
 	var failed map[string]bool
-	var ind *drivers.InDoubtError
-	if errors.As(err, &ind) {
+	if ind, ok := errors.AsType[*drivers.InDoubtError](err); ok {
 		failed = map[string]bool{}
 		for _, l := range ind.Labels {
 			failed[l] = true

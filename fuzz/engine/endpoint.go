@@ -252,19 +252,27 @@ func safeNew(f Factory, name string, env registry.Env) (d drivers.Driver, err er
 // there is no backend.
 func (ep *Endpoint) Register() error {
 	cfg := ep.opts.Backend
-	cfg.Name, cfg.OnChange, cfg.Attempts = ep.Name, ep.Lender.OnChange, ep.opts.Ops
-	if f := ep.opts.OnAttempt; f != nil {
-		cfg.OnChange = func(a *backend.Attempt) { ep.Lender.OnChange(a); f(a) }
-	}
+	cfg.Name, cfg.Attempts = ep.Name, ep.opts.Ops
 	d := ep.Monitor.Driver()
 	if ep.opts.Lies.any() && ep.opts.Sched != nil {
 		d = newLiar(d, ep.opts.Lies, sim.NewRand(sim.SubSeed(ep.opts.Seed, "liar/"+ep.Name)))
 	}
+	var ref *refine.Model
 	if ep.opts.Model && ep.opts.Sched != nil {
 		ep.Ref = refine.New(refine.Config{Endpoint: ep.Name, Clock: ep.opts.RT, Seed: ep.opts.Seed, Attempts: ep.opts.Ops})
-		d = ep.Ref.Wrap(d)
-		ref, owner := ep.Ref, cfg.OnChange
-		cfg.OnChange = func(a *backend.Attempt) { ref.Notified(a); owner(a) }
+		d, ref = ep.Ref.Wrap(d), ep.Ref
+	}
+	// One hook (one closure) tells the model, then the lender, then the
+	// caller.
+	l, then := ep.Lender, ep.opts.OnAttempt
+	cfg.OnChange = func(a *backend.Attempt) {
+		if ref != nil {
+			ref.Notified(a)
+		}
+		l.OnChange(a)
+		if then != nil {
+			then(a)
+		}
 	}
 	ep.Backend, ep.RegErr = backend.New(ep.opts.RT, d, ep.Regions, cfg)
 	if ep.Backend == nil {

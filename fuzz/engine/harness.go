@@ -246,7 +246,6 @@ type run struct {
 	store *memdriver.Store
 	seq   atomic.Int64
 	eps   []*Endpoint
-	byEp  map[string]*Endpoint
 	ops   []*opState
 	fill  []byte            // publish content, reused (Lender.Fill copies it)
 	view  drivers.View      // the ops' views, reused (Lender.ViewInto)
@@ -291,15 +290,15 @@ func (r *run) setup() error {
 	if err != nil {
 		return err
 	}
-	r.store, r.byEp = store, map[string]*Endpoint{}
+	r.store = store
 	r.facts = newProbeFacts(store, r.log)
+	r.eps = make([]*Endpoint, 0, len(r.log.Endpoints))
 	for _, spec := range r.log.Endpoints {
 		ep, err := r.endpoint(spec)
 		if err != nil {
 			return fmt.Errorf("endpoint %s: %w", spec.Name, err)
 		}
 		r.eps = append(r.eps, ep)
-		r.byEp[spec.Name] = ep
 	}
 	return nil
 }
@@ -320,9 +319,21 @@ func (r *run) storeEvent(e memdriver.StoreEvent) {
 	if e.Kind != memdriver.EventPut || !e.Stored {
 		return
 	}
-	if ep := r.byEp[e.By.Driver]; ep != nil {
+	if ep := r.endpointNamed(e.By.Driver); ep != nil {
 		ep.Recorder.Put(r.s.Now(), e.By.Call, e.By.Row, e.Key)
 	}
+}
+
+// endpointNamed is the endpoint of that name (the last one declared, should
+// a log name one twice), nil if none. A log declares a few: a scan finds one
+// sooner than a map's hash, and saves making the map per run.
+func (r *run) endpointNamed(name string) *Endpoint {
+	for i := len(r.eps) - 1; i >= 0; i-- {
+		if r.eps[i].Name == name {
+			return r.eps[i]
+		}
+	}
+	return nil
 }
 
 // endpoint builds the endpoint a log line declares, on the simulator. An
@@ -398,7 +409,7 @@ func (r *run) schedule() {
 	for i := range r.log.Ops {
 		st := &sts[i] // zero: the fields are set in place, the op copied once
 		st.op, st.r, st.i = &r.log.Ops[i], r, i
-		st.ep = r.byEp[st.op.Endpoint]
+		st.ep = r.endpointNamed(st.op.Endpoint)
 		r.ops = append(r.ops, st)
 		r.s.AfterRun(st.op.At, "op", st)
 	}

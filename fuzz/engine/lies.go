@@ -62,11 +62,25 @@ func (l *Lies) rate(kind int) *float64 {
 // IsLie reports whether a fault line is a lie ("fault lie-… rate=R").
 func IsLie(line string) bool {
 	// strings.Fields(line)[0] == "fault" && [1] starts "lie-", without the slice.
-	rest, ok := strings.CutPrefix(strings.TrimLeftFunc(line, unicode.IsSpace), "fault")
+	rest, ok := strings.CutPrefix(trimLeftSpace(line), "fault")
 	if r, _ := utf8.DecodeRuneInString(rest); !ok || !unicode.IsSpace(r) {
 		return false
 	}
-	return strings.HasPrefix(strings.TrimLeftFunc(rest, unicode.IsSpace), "lie-")
+	return strings.HasPrefix(trimLeftSpace(rest), "lie-")
+}
+
+// trimLeftSpace is strings.TrimLeftFunc(s, unicode.IsSpace), the ASCII
+// bytes of a log's usual lines skipped without decoding a rune each.
+func trimLeftSpace(s string) string {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf:
+			return strings.TrimLeftFunc(s[i:], unicode.IsSpace)
+		case c != ' ' && (c < '\t' || c > '\r'):
+			return s[i:]
+		}
+	}
+	return ""
 }
 
 // ErrBadLie names a lie line that does not parse.
@@ -147,11 +161,10 @@ type liar struct {
 }
 
 func newLiar(d drivers.Driver, mix Lies, r *sim.Rand) drivers.Driver {
-	l := &liar{d: d, mix: mix, r: r}
 	if tr, ok := d.(drivers.TogetherRegisterer); ok {
-		return &togetherLiar{liar: l, tr: tr}
+		return &togetherLiar{liar: liar{d: d, mix: mix, r: r}, tr: tr}
 	}
-	return l
+	return &liar{d: d, mix: mix, r: r}
 }
 
 func (l *liar) Capabilities() drivers.Capabilities { return l.d.Capabilities() }
@@ -203,8 +216,10 @@ func (l *liar) Shutdown(ctx context.Context) []string {
 	return labels
 }
 
+// togetherLiar is a liar that also lies about together-registration; the
+// liar is in its allocation.
 type togetherLiar struct {
-	*liar
+	liar
 	tr drivers.TogetherRegisterer
 }
 

@@ -230,7 +230,6 @@ type stampedWrite struct {
 }
 
 func (rr *realRun) setup() error {
-	rr.byEp = map[string]*Endpoint{}
 	for _, spec := range rr.log.Endpoints {
 		e, err := rr.endpoint(spec)
 		if e != nil {
@@ -239,8 +238,7 @@ func (rr *realRun) setup() error {
 		if err != nil {
 			return fmt.Errorf("endpoint %s: %w", spec.Name, err)
 		}
-		rr.run.eps = append(rr.run.eps, e.ep) // what the shared checks walk
-		rr.byEp[spec.Name] = e.ep
+		rr.run.eps = append(rr.run.eps, e.ep) // what the shared checks walk, and endpointNamed
 	}
 	return nil
 }
@@ -356,7 +354,7 @@ func (rr *realRun) play() error {
 	var last time.Duration
 	rr.rt.Do(func() {
 		for i, op := range rr.log.Ops {
-			st := &opState{op: &rr.log.Ops[i], ep: rr.byEp[op.Endpoint]}
+			st := &opState{op: &rr.log.Ops[i], ep: rr.endpointNamed(op.Endpoint)}
 			rr.ops = append(rr.ops, st)
 			at := time.Duration(float64(op.At) * rr.rd.Stretch)
 			last = max(last, at)

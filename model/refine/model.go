@@ -87,6 +87,7 @@ type Model struct {
 		attempts, live [16]*attempt
 		calls          [16]*call
 		queue          [8]*batch
+		bindings       [maxBindings]*binding
 	}
 }
 
@@ -189,6 +190,7 @@ func New(cfg Config) *Model {
 	}
 	m := &Model{cfg: cfg, byView: make(map[AttemptView]*attempt, n)}
 	m.attempts, m.live, m.calls, m.queue = m.first.attempts[:0], m.first.live[:0], m.first.calls[:0], m.first.queue[:0]
+	m.bindings = m.first.bindings[:0]
 	m.bindingSlab.Reserve(maxBindings)
 	if a := cfg.Attempts; a > 0 {
 		// The slabs' first chunks too: about the 90th percentile of each
@@ -203,8 +205,9 @@ func New(cfg Config) *Model {
 	return m
 }
 
-// maxBindings is the first chunk of bindings: an endpoint of the engine
-// registers at most 3 regions (fuzz/workload's maxRegions).
+// maxBindings is the first chunk of bindings and the room for their list
+// in the model's allocation: an endpoint of the engine registers at most 3
+// regions (fuzz/workload's maxRegions).
 const maxBindings = 3
 
 // SetBackend gives the model the backend's effective configuration, the
@@ -324,9 +327,8 @@ func (m *Model) registered(regions []drivers.Region, hs []drivers.Handle, err er
 		return
 	}
 	m.regFailed = true
-	var doubt *drivers.InDoubtError
-	switch {
-	case errors.As(err, &doubt):
+	switch doubt, isDoubt := errors.AsType[*drivers.InDoubtError](err); {
+	case isDoubt:
 		m.inDoubt = append(m.inDoubt, doubt.Labels...)
 	case err != nil && (errors.Is(err, drivers.ErrRegistrationRefused) || errors.Is(err, drivers.ErrBadGeometry)):
 	default: // an unknown error, or too few handles: what has no handle is in doubt
@@ -346,8 +348,7 @@ func (m *Model) binding(h drivers.Handle) *binding {
 }
 
 func (m *Model) unregistered(hs []drivers.Handle, err error) {
-	var doubt *drivers.InDoubtError
-	isDoubt := errors.As(err, &doubt)
+	doubt, isDoubt := errors.AsType[*drivers.InDoubtError](err)
 	for _, h := range hs {
 		b := m.binding(h)
 		if b == nil {

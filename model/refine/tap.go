@@ -11,12 +11,11 @@ import (
 // answer it gives the backend reported to the model. It implements
 // drivers.TogetherRegisterer exactly when d does.
 func (m *Model) Wrap(d drivers.Driver) drivers.Driver {
-	t := &tap{m: m, d: d}
 	m.declared, m.haveDeclared = d.Capabilities(), true
 	if tr, ok := d.(drivers.TogetherRegisterer); ok {
-		return &togetherTap{tap: t, tr: tr}
+		return &togetherTap{tap: tap{m: m, d: d}, tr: tr}
 	}
-	return t
+	return &tap{m: m, d: d}
 }
 
 type tap struct {
@@ -84,8 +83,10 @@ func (t *tap) Shutdown(ctx context.Context) []string {
 	return labels
 }
 
+// togetherTap is a tap that also taps together-registration; the tap is
+// in its allocation.
 type togetherTap struct {
-	*tap
+	tap
 	tr drivers.TogetherRegisterer
 }
 

@@ -217,12 +217,16 @@ type violationKey struct {
 func New(label string, slots, slotBytes int, opts Options) *Arena {
 	n := slots * slotBytes
 	var a *Arena
-	var inline []byte // a small arena's own bytes
-	if slots <= smallSlots && n <= smallBytes {
+	var own []byte // the arena's bytes on the Go heap, unless they are shared
+	switch {
+	case slots <= smallSlots && n <= smallBytes:
 		small := new(smallArena)
-		a, inline = &small.Arena, small.buf[:n:n]
+		a, own = &small.Arena, small.buf[:n:n]
 		a.slots = small.slots[:slots:slots]
-	} else {
+	case opts.Shared == nil:
+		a = new(Arena)
+		a.slots, own = slotsAndBytes(slots, n)
+	default:
 		a = new(Arena)
 		a.slots = make([]slotInfo, slots)
 	}
@@ -231,12 +235,24 @@ func New(label string, slots, slotBytes int, opts Options) *Arena {
 		a.placeShared(opts.Shared, n)
 	}
 	if a.buf == nil {
-		a.buf = inline
+		a.buf = own
 		if a.buf == nil {
 			a.buf = make([]byte, n)
 		}
 	}
 	return a
+}
+
+// slotsAndBytes makes an arena's slot table and its n bytes in one
+// allocation, the bytes after the slots: neither holds a pointer, so one
+// block of slotInfo serves both (nil bytes when n is 0).
+func slotsAndBytes(slots, n int) ([]slotInfo, []byte) {
+	const size = int(unsafe.Sizeof(slotInfo{}))
+	if n == 0 {
+		return make([]slotInfo, slots), nil
+	}
+	all := make([]slotInfo, slots+(n+size-1)/size)
+	return all[:slots:slots], unsafe.Slice((*byte)(unsafe.Pointer(&all[slots])), n)
 }
 
 // Region returns the drivers.Region over this arena.
