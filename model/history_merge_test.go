@@ -12,7 +12,8 @@ import (
 
 // TestHistoryMergeIsStableSort: History merges the extra ops into the
 // calls' rows when both are in call order; the result must be what the
-// stable sort of the two appended gives, ties included.
+// stable sort of the two appended gives, ties included. AppendHistory
+// appends the same after another history.
 func TestHistoryMergeIsStableSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 200 {
@@ -44,6 +45,15 @@ func TestHistoryMergeIsStableSort(t *testing.T) {
 		slices.SortStableFunc(want, func(a, b Op) int { return cmp.Compare(a.Call, b.Call) })
 		if !slices.Equal(got, want) {
 			t.Fatalf("round %d: merged history\n%v\nwant\n%v (repro: go test ./model -run TestHistoryMergeIsStableSort)", round, got, want)
+		}
+		// Appended after another history, whose calls it must leave alone
+		// (a late call there would otherwise sort or merge into it).
+		before := History{{Kind: KindFetch, Key: "p", Call: 99, Return: Never}}
+		if got := r.AppendHistory(slices.Clip(before)); !slices.Equal(got, append(before, want...)) {
+			t.Fatalf("round %d: appended history\n%v\nwant\n%v (repro: go test ./model -run TestHistoryMergeIsStableSort)", round, got, append(before, want...))
+		}
+		if got := r.AppendHistory(slices.Grow(before, 20)); !slices.Equal(got, append(before, want...)) {
+			t.Fatalf("round %d: appended history (room)\n%v\nwant\n%v (repro: go test ./model -run TestHistoryMergeIsStableSort)", round, got, append(before, want...))
 		}
 	}
 }

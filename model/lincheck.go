@@ -99,10 +99,14 @@ func check(h History, sm StoreModel, timeout time.Duration, owned bool) CheckRes
 		return res
 	}
 	res.model = m
-	res.ops, res.Dropped = prepareOps(h, sm, owned)
+	var starts []int
+	res.ops, starts, res.Dropped = prepareOps(h, sm, owned)
 	res.Checked = len(res.ops)
-	parts := partitionByKey(res.ops)
-	res.Keys = len(parts)
+	for k := range len(starts) - 1 {
+		if starts[k] < starts[k+1] {
+			res.Keys++
+		}
+	}
 	// When sequentialOK finds an order of a key's operations that the model
 	// accepts and that respects real time, that order is a linearization and
 	// the key is linearizable: what porcupine would answer, found without its
@@ -111,8 +115,8 @@ func check(h History, sm StoreModel, timeout time.Duration, owned bool) CheckRes
 	var rest []porcupine.Operation
 	if !porcupineOnly {
 		var w witness // one search's scratch, reused key after key
-		for _, p := range parts {
-			if !w.sequentialOK(m, p) {
+		for k := range len(starts) - 1 {
+			if p := res.ops[starts[k]:starts[k+1]]; !w.sequentialOK(m, p) {
 				rest = append(rest, p...)
 			}
 		}
@@ -297,12 +301,16 @@ func (w *witness) from(st any, lo int, done, placed uint64) bool {
 // drops what cannot change the verdict (see Check). The operations point
 // into copies of the kept ops only (h stays the caller's).
 func prepare(h History, sm StoreModel) ([]porcupine.Operation, int) {
-	return prepareOps(h, sm, false)
+	ops, _, dropped := prepareOps(h, sm, false)
+	return ops, dropped
 }
 
 // prepareOps is prepare; owned, the operations point into h itself
-// (CheckOwned).
-func prepareOps(h History, sm StoreModel, owned bool) ([]porcupine.Operation, int) {
+// (CheckOwned). It also returns where each key's operations start, in
+// key order, and where they end (len(starts) is the keys' count plus one;
+// a key whose operations were all dropped has none): check need not find
+// the partitions again.
+func prepareOps(h History, sm StoreModel, owned bool) ([]porcupine.Operation, []int, int) {
 	ops := h // read only: unless owned, what porcupine keeps is copied below
 
 	// Keys by rank: the per-key facts below live in slices, and the sort
@@ -476,7 +484,7 @@ func prepareOps(h History, sm StoreModel, owned bool) ([]porcupine.Operation, in
 		*in = input{step: p.step, value: op.Value, op: op}
 		out[i] = porcupine.Operation{ClientId: lane, Input: in, Call: p.call, Return: p.ret, Metadata: op}
 	}
-	return out, dropped
+	return out, start, dropped
 }
 
 // keyRanks returns the distinct keys of ops, sorted, and each op's key's

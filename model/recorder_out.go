@@ -315,20 +315,18 @@ func (r *Recorder) Notes() []Note {
 // escaped publish, and per looked-up key with Lookups), in call order. A
 // publish row without OK/MISS is TookEffect when the harness reported its
 // Put, NoEffect when it did not and StoreLogComplete is set, else Ambiguous.
-func (r *Recorder) History() History {
+func (r *Recorder) History() History { return r.AppendHistory(nil) }
+
+// AppendHistory appends History to h: several recorders' histories end to
+// end fill one array when h has room for them all (HistoryLen).
+func (r *Recorder) AppendHistory(h History) History {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := len(r.extra)
+	h = slices.Grow(h, r.historyLen()) // one allocation at most, not one per doubling
+	base := len(h)
+	sorted := true // h[base:] in call order: its rows' calls never go down
 	for _, c := range r.order {
-		n += len(c.Rows)
-	}
-	var h History
-	if n > 0 {
-		h = make(History, 0, n) // one allocation, not one per doubling
-	}
-	sorted := true // h in call order: its rows' calls never go down
-	for _, c := range r.order {
-		sorted = sorted && (len(h) == 0 || len(c.Rows) == 0 || c.CallSeq >= h[len(h)-1].Call)
+		sorted = sorted && (len(h) == base || len(c.Rows) == 0 || c.CallSeq >= h[len(h)-1].Call)
 		kind := KindFetch
 		if c.Dir == drivers.Publish {
 			kind = KindPublish
@@ -349,19 +347,34 @@ func (r *Recorder) History() History {
 			h = append(h, op)
 		}
 	}
-	byCall := func(a, b Op) int { return cmp.Compare(a.Call, b.Call) }
 	if sorted && r.extraSorted() {
-		return r.mergeExtra(h)
+		return r.mergeExtra(h, base)
 	}
 	for i := range r.extra {
 		h = append(h, r.extra[i].op())
 	}
 	// A stable sort by call; a history already in call order (the usual
 	// case) is left as it is, which is what the sort would leave.
-	if !slices.IsSortedFunc(h, byCall) {
-		slices.SortStableFunc(h, byCall)
+	byCall := func(a, b Op) int { return cmp.Compare(a.Call, b.Call) }
+	if own := h[base:]; !slices.IsSortedFunc(own, byCall) {
+		slices.SortStableFunc(own, byCall)
 	}
 	return h
+}
+
+// HistoryLen is how many operations History returns.
+func (r *Recorder) HistoryLen() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.historyLen()
+}
+
+func (r *Recorder) historyLen() int {
+	n := len(r.extra)
+	for _, c := range r.order {
+		n += len(c.Rows)
+	}
+	return n
 }
 
 // extraSorted reports whether the extra ops are in call order.
@@ -374,15 +387,16 @@ func (r *Recorder) extraSorted() bool {
 	return true
 }
 
-// mergeExtra appends the extra ops to h, the calls' rows, both in call
-// order, merging them: what the stable sort of the two appended gives
-// (on a tie a row comes first, as it does there), without sorting the
-// large Op records. It merges from the back, in place in h's capacity.
-func (r *Recorder) mergeExtra(h History) History {
+// mergeExtra appends the extra ops to h, whose ops from base on are the
+// calls' rows, both in call order, merging them: what the stable sort of
+// the two appended gives (on a tie a row comes first, as it does there),
+// without sorting the large Op records. It merges from the back, in place
+// in h's capacity.
+func (r *Recorder) mergeExtra(h History, base int) History {
 	i, j := len(h)-1, len(r.extra)-1
 	h = h[:len(h)+len(r.extra)]
 	for k := len(h) - 1; j >= 0; k-- {
-		if i >= 0 && h[i].Call > r.extra[j].seq {
+		if i >= base && h[i].Call > r.extra[j].seq {
 			h[k] = h[i]
 			i--
 		} else {

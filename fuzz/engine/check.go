@@ -139,8 +139,15 @@ func Check(in CheckInput) CheckResult {
 	if in.Stopped != nil {
 		add("", stopped(in.Stopped, in.At, in.Endpoints))
 	}
-	var hsBuf [4]model.History
-	hs := hsBuf[:0] // every endpoint's history, merged below in one allocation
+	// Every endpoint's history, end to end in one allocation: Check's own
+	// copy, so S-LIN may point into it.
+	n := 0
+	for _, ep := range in.Endpoints {
+		n += ep.Recorder.HistoryLen()
+	}
+	if n > 0 {
+		res.History = make(model.History, 0, n)
+	}
 	for _, ep := range in.Endpoints {
 		if in.Finished {
 			add(ep.Name, ep.Monitor.Finish()...)
@@ -154,12 +161,11 @@ func Check(in CheckInput) CheckResult {
 		if in.Idle {
 			add(ep.Name, ep.Recorder.LivenessViolations(in.At)...)
 		}
-		hs = append(hs, ep.Recorder.History())
+		res.History = ep.Recorder.AppendHistory(res.History)
 		if in.Idle && in.ExpectShutdown && ep.Backend != nil && !ep.Down {
 			add(ep.Name, rules.Violation{Rule: rules.BShut, Class: rules.Liveness, Row: -1, At: in.At, Detail: "backend shutdown never returned"})
 		}
 	}
-	res.History = mergeHistories(hs)
 	if in.Idle {
 		for _, at := range in.Attempts {
 			if a := at.Attempt; !a.Committed() || a.Access() == drivers.AccessPending {
@@ -188,26 +194,6 @@ func Check(in CheckInput) CheckResult {
 	rules.Sort(out)
 	res.Violations = out
 	return res
-}
-
-// mergeHistories is hs end to end, in one allocation. Each is a fresh copy
-// already: when only one has operations, it is kept as it is.
-func mergeHistories(hs []model.History) model.History {
-	var only model.History
-	n, parts := 0, 0
-	for _, h := range hs {
-		if len(h) > 0 {
-			only, n, parts = h, n+len(h), parts+1
-		}
-	}
-	if parts <= 1 {
-		return only
-	}
-	out := make(model.History, 0, n)
-	for _, h := range hs {
-		out = append(out, h...)
-	}
-	return out
 }
 
 // stopped is the violation of a run cut short.
