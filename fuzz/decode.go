@@ -56,18 +56,14 @@ const (
 func Decode(data []byte) (*workload.Log, bool) {
 	var h [HeaderBytes]byte
 	copy(h[:], data)
+	body := data[min(len(data), HeaderBytes):]
 	nEnd := 1 + int(h[0]&1)
 	keys := 2 + int(h[0]>>4)
-	d := decoder{data: data[min(len(data), HeaderBytes):], recent: make([][]time.Duration, keys)}
-	times := make([]time.Duration, keys*MaxPerKey) // one array for every key's window
-	for i := range d.recent {
-		d.recent[i] = times[i*MaxPerKey : i*MaxPerKey : (i+1)*MaxPerKey]
-	}
 	// Every row takes at least one input byte: the rows of all views fit
 	// in one array of keys and one of mask bits, carved view by view (each
 	// view's slices are full, so an append to one copies).
-	rowKeys, rowMask := make([]string, 0, len(d.data)), make([]bool, 0, len(d.data))
-	l := &workload.Log{Seed: uint64(h[1]) | uint64(h[2])<<8, Store: "durable", Ops: make([]workload.Op, 0, min(MaxOps, len(d.data)/2)+nEnd)}
+	rowKeys, rowMask := make([]string, 0, len(body)), make([]bool, 0, len(body))
+	l := &workload.Log{Seed: uint64(h[1]) | uint64(h[2])<<8, Store: "durable", Ops: make([]workload.Op, 0, min(MaxOps, len(body)/2)+nEnd)}
 	if h[0]&2 != 0 {
 		l.Store = "evicting"
 	}
@@ -76,60 +72,58 @@ func Decode(data []byte) (*workload.Log, bool) {
 		e.Faults = faultLines(int(h[0]>>2)&3, l.Seed, e.Name)
 		l.Endpoints = append(l.Endpoints, e)
 	}
-	var at time.Duration
-	var rowOps []int
-	down := map[string]bool{}
-	runnable := false
-	for len(l.Ops) < MaxOps {
-		b, ok := d.next()
-		if !ok {
-			break
-		}
+	var (
+		at       time.Duration
+		windows  [2 + 15]keyWindow // by key number
+		views    recentViews
+		down     [2]bool // by endpoint number
+		runnable bool
+	)
+	for p := 0; len(l.Ops) < MaxOps && p < len(body); {
+		b := body[p]
 		at += time.Duration(b>>4) * time.Microsecond
-		arg, ok := d.next()
-		if !ok {
+		if p+1 == len(body) {
 			break
 		}
+		arg := body[p+1]
+		p += 2
 		switch kind := b & 15; {
 		case kind < 12:
-			op := workload.Op{At: at, Kind: workload.Publish, Endpoint: l.Endpoints[int(arg>>3&1)%nEnd].Name}
+			n := 1 + int(arg&7)
+			if n > len(body)-p {
+				p = len(body) // cut short: dropped, and the input is over
+				break
+			}
+			first := len(rowKeys)
+			for _, k := range body[p : p+n] {
+				key := int(k&31) % keys
+				if windows[key].admit(at) {
+					rowKeys = append(rowKeys, keyNames[key])
+					rowMask = append(rowMask, k>>5 != 7)
+				}
+			}
+			p += n
+			if len(rowKeys) == first {
+				continue
+			}
+			end := int(arg>>3&1) % nEnd
+			op := workload.Op{At: at, Kind: workload.Publish, Endpoint: l.Endpoints[end].Name,
+				Keys: rowKeys[first:len(rowKeys):len(rowKeys)], Mask: rowMask[first:len(rowMask):len(rowMask)]}
 			if kind >= 6 {
 				op.Kind = workload.Fetch
 			}
-			n := 1 + int(arg&7)
-			first := len(rowKeys)
-			cut := false
-			for range n {
-				k, ok := d.next()
-				if !ok {
-					cut = true
-					break
-				}
-				key := int(k&31) % keys
-				if !d.admit(key, at) {
-					continue
-				}
-				rowKeys = append(rowKeys, keyNames[key])
-				rowMask = append(rowMask, k>>5 != 7)
-			}
-			if cut || len(rowKeys) == first {
-				rowKeys, rowMask = rowKeys[:first], rowMask[:first]
-				continue
-			}
-			op.Keys, op.Mask = rowKeys[first:len(rowKeys):len(rowKeys)], rowMask[first:len(rowMask):len(rowMask)]
-			rowOps = append(rowOps, len(l.Ops))
+			views.add(len(l.Ops))
 			l.Ops = append(l.Ops, op)
-			runnable = runnable || !down[op.Endpoint]
+			runnable = runnable || !down[end]
 		case kind < 15:
-			if len(rowOps) == 0 {
+			if views.n == 0 {
 				continue
 			}
-			back := int(arg%16) % len(rowOps)
-			l.Ops = append(l.Ops, workload.Op{At: at, Kind: workload.Cancel, Target: rowOps[len(rowOps)-1-back]})
+			l.Ops = append(l.Ops, workload.Op{At: at, Kind: workload.Cancel, Target: views.back(int(arg % 16))})
 		default:
-			e := l.Endpoints[int(arg&1)%nEnd].Name
-			down[e] = true
-			l.Ops = append(l.Ops, workload.Op{At: at, Kind: workload.Shutdown, Endpoint: e})
+			end := int(arg&1) % nEnd
+			down[end] = true
+			l.Ops = append(l.Ops, workload.Op{At: at, Kind: workload.Shutdown, Endpoint: l.Endpoints[end].Name})
 		}
 	}
 	for _, e := range l.Endpoints {
@@ -195,33 +189,41 @@ var keyNames = func() []string {
 	return out
 }()
 
-type decoder struct {
-	data   []byte
-	recent [][]time.Duration // row times per key number, for MaxPerKey
+// keyWindow is one key's latest rows, for MaxPerKey: the times of its
+// last MaxPerKey rows, in a ring.
+type keyWindow struct {
+	n     int // rows admitted so far
+	times [MaxPerKey]time.Duration
 }
 
-func (d *decoder) next() (byte, bool) {
-	if len(d.data) == 0 {
-		return 0, false
-	}
-	b := d.data[0]
-	d.data = d.data[1:]
-	return b, true
-}
-
-// admit reports whether key may take one more row at time at (MaxPerKey
-// within KeyWindow) and, if so, counts it.
-func (d *decoder) admit(key int, at time.Duration) bool {
-	times := d.recent[key]
-	old := 0
-	for old < len(times) && times[old] < at-KeyWindow {
-		old++
-	}
-	times = times[:copy(times, times[old:])] // keeps the capacity
-	if len(times) >= MaxPerKey {
-		d.recent[key] = times
+// admit reports whether the key may take one more row at time at (MaxPerKey
+// within KeyWindow) and, if so, counts it. Rows come in time order, so the
+// key is full exactly when its MaxPerKey-th latest row, the one its next
+// row overwrites, is within KeyWindow of at.
+func (w *keyWindow) admit(at time.Duration) bool {
+	slot := &w.times[w.n%MaxPerKey]
+	if w.n >= MaxPerKey && *slot >= at-KeyWindow {
 		return false
 	}
-	d.recent[key] = append(times, at)
+	*slot = at
+	w.n++
 	return true
+}
+
+// recentViews are the op numbers of the latest publish/fetch ops, as far
+// back as a cancel reaches (16), in a ring.
+type recentViews struct {
+	n   int // views so far
+	ops [16]int
+}
+
+func (r *recentViews) add(op int) {
+	r.ops[r.n%len(r.ops)] = op
+	r.n++
+}
+
+// back is the target of a cancel with byte t: the (t mod n)-th most recent
+// view (0 the latest) of the n so far, t < 16.
+func (r *recentViews) back(t int) int {
+	return r.ops[(r.n-1-t%r.n)%len(r.ops)]
 }
