@@ -63,14 +63,17 @@ func Decode(data []byte) (*workload.Log, bool) {
 	// in one array of keys and one of mask bits, carved view by view (each
 	// view's slices are full, so an append to one copies).
 	rowKeys, rowMask := make([]string, 0, len(body)), make([]bool, 0, len(body))
-	l := &workload.Log{Seed: uint64(h[1]) | uint64(h[2])<<8, Store: "durable", Ops: make([]workload.Op, 0, min(MaxOps, len(body)/2)+nEnd)}
+	blk := new(logBlock)
+	l := &blk.log
+	l.Seed, l.Store, l.Ops = uint64(h[1])|uint64(h[2])<<8, "durable", make([]workload.Op, 0, min(MaxOps, len(body)/2)+nEnd)
 	if h[0]&2 != 0 {
 		l.Store = "evicting"
 	}
-	for i := range nEnd {
-		e := decodeEndpoint(string(rune('A'+i)), h[3+2*i], h[4+2*i])
+	l.Endpoints = blk.endpoints[:nEnd:nEnd]
+	for i := range l.Endpoints {
+		e := &l.Endpoints[i]
+		*e = decodeEndpoint(i, h[3+2*i], h[4+2*i], &blk.regions[i])
 		e.Faults = faultLines(int(h[0]>>2)&3, l.Seed, e.Name)
-		l.Endpoints = append(l.Endpoints, e)
 	}
 	var (
 		at       time.Duration
@@ -133,15 +136,31 @@ func Decode(data []byte) (*workload.Log, bool) {
 	return l, runnable
 }
 
-// decodeEndpoint reads two bytes:
+// logBlock is a decoded log with room for its endpoints and their regions,
+// so that they take one allocation, not one each.
+type logBlock struct {
+	log       workload.Log
+	endpoints [2]workload.Endpoint
+	regions   [2][4]workload.RegionSpec // by endpoint
+}
+
+// endpointNames and regionLabels name the decoded endpoints and their
+// regions: region j of endpoint i is regionLabels[i][j].
+var (
+	endpointNames = [2]string{"A", "B"}
+	regionLabels  = [2][4]string{{"A0", "A1", "A2", "A3"}, {"B0", "B1", "B2", "B3"}}
+)
+
+// decodeEndpoint reads two bytes for endpoint i, whose regions it puts in
+// regions:
 //
 //	e0 bit 0: together driver (else memory); bit 1: AbsentIsMiss;
 //	   bits 2-3: rows 1..4; bits 4-5: in flight 1..4; bits 6-7: regions 1..4
 //	e1 bits 0-3: queued 0..15; bits 4-6: unprovable 1..8;
 //	   bit 7: 8 slots per region (else 32)
-func decodeEndpoint(name string, e0, e1 byte) workload.Endpoint {
+func decodeEndpoint(i int, e0, e1 byte, regions *[4]workload.RegionSpec) workload.Endpoint {
 	e := workload.Endpoint{
-		Name:         name,
+		Name:         endpointNames[i],
 		Driver:       "memory",
 		MaxRows:      1 + int(e0>>2&3),
 		AbsentIsMiss: e0&2 != 0,
@@ -156,9 +175,11 @@ func decodeEndpoint(name string, e0, e1 byte) workload.Endpoint {
 	if e1&0x80 != 0 {
 		slots = 8
 	}
-	for j := range 1 + int(e0>>6) {
-		e.Regions = append(e.Regions, workload.RegionSpec{Label: fmt.Sprintf("%s%d", name, j), Slots: slots, SlotBytes: 16})
+	n := 1 + int(e0>>6)
+	for j := range n {
+		regions[j] = workload.RegionSpec{Label: regionLabels[i][j], Slots: slots, SlotBytes: 16}
 	}
+	e.Regions = regions[:n:n]
 	return e
 }
 
