@@ -59,10 +59,6 @@ func Decode(data []byte) (*workload.Log, bool) {
 	body := data[min(len(data), HeaderBytes):]
 	nEnd := 1 + int(h[0]&1)
 	keys := 2 + int(h[0]>>4)
-	// Every row takes at least one input byte: the rows of all views fit
-	// in one array of keys and one of mask bits, carved view by view (each
-	// view's slices are full, so an append to one copies).
-	rowKeys, rowMask := make([]string, 0, len(body)), make([]bool, 0, len(body))
 	blk := new(logBlock)
 	l := &blk.log
 	l.Seed, l.Store, l.Ops = uint64(h[1])|uint64(h[2])<<8, "durable", make([]workload.Op, 0, min(MaxOps, len(body)/2)+nEnd)
@@ -75,14 +71,26 @@ func Decode(data []byte) (*workload.Log, bool) {
 		*e = decodeEndpoint(i, h[3+2*i], h[4+2*i], &blk.regions[i])
 		e.Faults = faultLines(int(h[0]>>2)&3, l.Seed, e.Name)
 	}
+	at, runnable := decodeOps(l, body, keys)
+	for _, e := range l.Endpoints {
+		at += time.Microsecond
+		l.Ops = append(l.Ops, workload.Op{At: at, Kind: workload.Shutdown, Endpoint: e.Name})
+	}
+	return l, runnable
+}
+
+// decodeOps appends the ops of body's op groups to l.Ops (see Decode) and
+// returns the time of the last group and whether a publish or fetch went
+// to an endpoint not shut down before it.
+func decodeOps(l *workload.Log, body []byte, keys int) (at time.Duration, runnable bool) {
 	var (
-		at       time.Duration
-		windows  [2 + 15]keyWindow // by key number
-		views    recentViews
-		down     [2]bool // by endpoint number
-		runnable bool
+		rows  = newViewRows(len(body), keys)
+		views recentViews
+		down  [2]bool // by endpoint number
+		ops   = l.Ops
 	)
-	for p := 0; len(l.Ops) < MaxOps && p < len(body); {
+	endpoint := func(bit byte) int { return int(bit) % len(l.Endpoints) }
+	for p := 0; len(ops) < MaxOps && p < len(body); {
 		b := body[p]
 		at += time.Duration(b>>4) * time.Microsecond
 		if p+1 == len(body) {
@@ -97,43 +105,68 @@ func Decode(data []byte) (*workload.Log, bool) {
 				p = len(body) // cut short: dropped, and the input is over
 				break
 			}
-			first := len(rowKeys)
-			for _, k := range body[p : p+n] {
-				key := int(k&31) % keys
-				if windows[key].admit(at) {
-					rowKeys = append(rowKeys, keyNames[key])
-					rowMask = append(rowMask, k>>5 != 7)
-				}
-			}
+			keys, mask := rows.read(body[p:p+n], at)
 			p += n
-			if len(rowKeys) == first {
+			if keys == nil {
 				continue
 			}
-			end := int(arg>>3&1) % nEnd
-			op := workload.Op{At: at, Kind: workload.Publish, Endpoint: l.Endpoints[end].Name,
-				Keys: rowKeys[first:len(rowKeys):len(rowKeys)], Mask: rowMask[first:len(rowMask):len(rowMask)]}
+			k := workload.Publish
 			if kind >= 6 {
-				op.Kind = workload.Fetch
+				k = workload.Fetch
 			}
-			views.add(len(l.Ops))
-			l.Ops = append(l.Ops, op)
-			runnable = runnable || !down[end]
+			e := endpoint(arg >> 3 & 1)
+			views.add(len(ops))
+			ops = append(ops, workload.Op{At: at, Kind: k, Endpoint: l.Endpoints[e].Name, Keys: keys, Mask: mask})
+			runnable = runnable || !down[e]
 		case kind < 15:
 			if views.n == 0 {
 				continue
 			}
-			l.Ops = append(l.Ops, workload.Op{At: at, Kind: workload.Cancel, Target: views.back(int(arg % 16))})
+			ops = append(ops, workload.Op{At: at, Kind: workload.Cancel, Target: views.back(int(arg % 16))})
 		default:
-			end := int(arg&1) % nEnd
-			down[end] = true
-			l.Ops = append(l.Ops, workload.Op{At: at, Kind: workload.Shutdown, Endpoint: l.Endpoints[end].Name})
+			e := endpoint(arg & 1)
+			down[e] = true
+			ops = append(ops, workload.Op{At: at, Kind: workload.Shutdown, Endpoint: l.Endpoints[e].Name})
 		}
 	}
-	for _, e := range l.Endpoints {
-		at += time.Microsecond
-		l.Ops = append(l.Ops, workload.Op{At: at, Kind: workload.Shutdown, Endpoint: e.Name})
+	l.Ops = ops
+	return at, runnable
+}
+
+// viewRows are the rows of every view of a log: one array of keys and one
+// of mask bits, carved view by view.
+type viewRows struct {
+	keys    []string          // room for every row: each takes an input byte
+	mask    []bool            // as long as keys
+	n       int               // rows taken
+	nkeys   byte              // the key space
+	windows [2 + 15]keyWindow // by key number, for MaxPerKey
+}
+
+// newViewRows makes room for the rows read from n bytes of a log with the
+// given key space.
+func newViewRows(n, keys int) *viewRows {
+	return &viewRows{keys: make([]string, n), mask: make([]bool, n), nkeys: byte(keys)}
+}
+
+// read takes the rows of one view at time at, one per byte of in, leaving
+// out those over MaxPerKey, and returns the view's keys and mask bits (nil
+// if it kept none). They are full slices, so an append to one copies.
+func (r *viewRows) read(in []byte, at time.Duration) ([]string, []bool) {
+	first, n := r.n, r.n
+	keys, mask := r.keys, r.mask[:len(r.keys)]
+	for _, k := range in {
+		key := (k & 31) % r.nkeys
+		if r.windows[key].admit(at) {
+			keys[n], mask[n] = keyNames[key], k>>5 != 7
+			n++
+		}
 	}
-	return l, runnable
+	r.n = n
+	if n == first {
+		return nil, nil
+	}
+	return keys[first:n:n], mask[first:n:n]
 }
 
 // logBlock is a decoded log with room for its endpoints and their regions,
@@ -202,8 +235,7 @@ func faultLines(sel int, seed uint64, endpoint string) []string {
 }
 
 // keyNames are the decoded keys, k0 … k17, made once.
-var keyNames = func() []string {
-	out := make([]string, 18)
+var keyNames = func() (out [18]string) {
 	for i := range out {
 		out[i] = fmt.Sprintf("k%d", i)
 	}
@@ -213,7 +245,7 @@ var keyNames = func() []string {
 // keyWindow is one key's latest rows, for MaxPerKey: the times of its
 // last MaxPerKey rows, in a ring.
 type keyWindow struct {
-	n     int // rows admitted so far
+	n     uint // rows admitted so far
 	times [MaxPerKey]time.Duration
 }
 
