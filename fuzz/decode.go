@@ -2,6 +2,7 @@ package fuzz
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -218,15 +219,20 @@ func decodeEndpoint(i int, e0, e1 byte, regions *[4]workload.RegionSpec) workloa
 
 // faultLines is the fault mix of an endpoint, as fault lines.
 func faultLines(sel int, seed uint64, endpoint string) []string {
-	var mix memdriver.FaultMix
 	switch sel {
-	case 0:
-		return nil
 	case 1, 2:
-		mix = memdriver.Swarm(sim.SubSeed(seed, "faults/"+endpoint))
+		return mixLines(memdriver.Swarm(sim.SubSeed(seed, "faults/"+endpoint)))
 	case 3:
-		mix = memdriver.Default()
+		return slices.Clone(defaultLines) // a log's own, as a drawn mix's lines are
 	}
+	return nil
+}
+
+// defaultLines are memdriver.Default's fault lines, printed once.
+var defaultLines = mixLines(memdriver.Default())
+
+// mixLines is mix as fault lines.
+func mixLines(mix memdriver.FaultMix) []string {
 	text := strings.TrimSpace(mix.String())
 	if text == "" {
 		return nil
