@@ -2,6 +2,7 @@ package fuzz
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,82 +57,22 @@ const (
 func Decode(data []byte) (*workload.Log, bool) {
 	var h [HeaderBytes]byte
 	copy(h[:], data)
+	body := data[min(len(data), HeaderBytes):]
 	nEnd := 1 + int(h[0]&1)
 	keys := 2 + int(h[0]>>4)
-	d := decoder{data: data[min(len(data), HeaderBytes):], recent: make([][]time.Duration, keys)}
-	times := make([]time.Duration, keys*MaxPerKey) // one array for every key's window
-	for i := range d.recent {
-		d.recent[i] = times[i*MaxPerKey : i*MaxPerKey : (i+1)*MaxPerKey]
-	}
-	// Every row takes at least one input byte: the rows of all views fit
-	// in one array of keys and one of mask bits, carved view by view (each
-	// view's slices are full, so an append to one copies).
-	rowKeys, rowMask := make([]string, 0, len(d.data)), make([]bool, 0, len(d.data))
-	l := &workload.Log{Seed: uint64(h[1]) | uint64(h[2])<<8, Store: "durable", Ops: make([]workload.Op, 0, min(MaxOps, len(d.data)/2)+nEnd)}
+	blk := new(logBlock)
+	l := &blk.log
+	l.Seed, l.Store, l.Ops = uint64(h[1])|uint64(h[2])<<8, "durable", make([]workload.Op, 0, min(MaxOps, len(body)/2)+nEnd)
 	if h[0]&2 != 0 {
 		l.Store = "evicting"
 	}
-	for i := range nEnd {
-		e := decodeEndpoint(string(rune('A'+i)), h[3+2*i], h[4+2*i])
+	l.Endpoints = blk.endpoints[:nEnd:nEnd]
+	for i := range l.Endpoints {
+		e := &l.Endpoints[i]
+		*e = decodeEndpoint(i, h[3+2*i], h[4+2*i], &blk.regions[i])
 		e.Faults = faultLines(int(h[0]>>2)&3, l.Seed, e.Name)
-		l.Endpoints = append(l.Endpoints, e)
 	}
-	var at time.Duration
-	var rowOps []int
-	down := map[string]bool{}
-	runnable := false
-	for len(l.Ops) < MaxOps {
-		b, ok := d.next()
-		if !ok {
-			break
-		}
-		at += time.Duration(b>>4) * time.Microsecond
-		arg, ok := d.next()
-		if !ok {
-			break
-		}
-		switch kind := b & 15; {
-		case kind < 12:
-			op := workload.Op{At: at, Kind: workload.Publish, Endpoint: l.Endpoints[int(arg>>3&1)%nEnd].Name}
-			if kind >= 6 {
-				op.Kind = workload.Fetch
-			}
-			n := 1 + int(arg&7)
-			first := len(rowKeys)
-			cut := false
-			for range n {
-				k, ok := d.next()
-				if !ok {
-					cut = true
-					break
-				}
-				key := int(k&31) % keys
-				if !d.admit(key, at) {
-					continue
-				}
-				rowKeys = append(rowKeys, keyNames[key])
-				rowMask = append(rowMask, k>>5 != 7)
-			}
-			if cut || len(rowKeys) == first {
-				rowKeys, rowMask = rowKeys[:first], rowMask[:first]
-				continue
-			}
-			op.Keys, op.Mask = rowKeys[first:len(rowKeys):len(rowKeys)], rowMask[first:len(rowMask):len(rowMask)]
-			rowOps = append(rowOps, len(l.Ops))
-			l.Ops = append(l.Ops, op)
-			runnable = runnable || !down[op.Endpoint]
-		case kind < 15:
-			if len(rowOps) == 0 {
-				continue
-			}
-			back := int(arg%16) % len(rowOps)
-			l.Ops = append(l.Ops, workload.Op{At: at, Kind: workload.Cancel, Target: rowOps[len(rowOps)-1-back]})
-		default:
-			e := l.Endpoints[int(arg&1)%nEnd].Name
-			down[e] = true
-			l.Ops = append(l.Ops, workload.Op{At: at, Kind: workload.Shutdown, Endpoint: e})
-		}
-	}
+	at, runnable := decodeOps(l, body, keys)
 	for _, e := range l.Endpoints {
 		at += time.Microsecond
 		l.Ops = append(l.Ops, workload.Op{At: at, Kind: workload.Shutdown, Endpoint: e.Name})
@@ -139,15 +80,121 @@ func Decode(data []byte) (*workload.Log, bool) {
 	return l, runnable
 }
 
-// decodeEndpoint reads two bytes:
+// decodeOps appends the ops of body's op groups to l.Ops (see Decode) and
+// returns the time of the last group and whether a publish or fetch went
+// to an endpoint not shut down before it.
+func decodeOps(l *workload.Log, body []byte, keys int) (at time.Duration, runnable bool) {
+	var (
+		rows  = newViewRows(len(body), keys)
+		views recentViews
+		down  [2]bool // by endpoint number
+		ops   = l.Ops
+	)
+	endpoint := func(bit byte) int { return int(bit) % len(l.Endpoints) }
+	for p := 0; len(ops) < MaxOps && p < len(body); {
+		b := body[p]
+		at += time.Duration(b>>4) * time.Microsecond
+		if p+1 == len(body) {
+			break
+		}
+		arg := body[p+1]
+		p += 2
+		switch kind := b & 15; {
+		case kind < 12:
+			n := 1 + int(arg&7)
+			if n > len(body)-p {
+				p = len(body) // cut short: dropped, and the input is over
+				break
+			}
+			keys, mask := rows.read(body[p:p+n], at)
+			p += n
+			if keys == nil {
+				continue
+			}
+			k := workload.Publish
+			if kind >= 6 {
+				k = workload.Fetch
+			}
+			e := endpoint(arg >> 3 & 1)
+			views.add(len(ops))
+			ops = append(ops, workload.Op{At: at, Kind: k, Endpoint: l.Endpoints[e].Name, Keys: keys, Mask: mask})
+			runnable = runnable || !down[e]
+		case kind < 15:
+			if views.n == 0 {
+				continue
+			}
+			ops = append(ops, workload.Op{At: at, Kind: workload.Cancel, Target: views.back(int(arg % 16))})
+		default:
+			e := endpoint(arg & 1)
+			down[e] = true
+			ops = append(ops, workload.Op{At: at, Kind: workload.Shutdown, Endpoint: l.Endpoints[e].Name})
+		}
+	}
+	l.Ops = ops
+	return at, runnable
+}
+
+// viewRows are the rows of every view of a log: one array of keys and one
+// of mask bits, carved view by view.
+type viewRows struct {
+	keys    []string          // room for every row: each takes an input byte
+	mask    []bool            // as long as keys
+	n       int               // rows taken
+	nkeys   byte              // the key space
+	windows [2 + 15]keyWindow // by key number, for MaxPerKey
+}
+
+// newViewRows makes room for the rows read from n bytes of a log with the
+// given key space.
+func newViewRows(n, keys int) *viewRows {
+	return &viewRows{keys: make([]string, n), mask: make([]bool, n), nkeys: byte(keys)}
+}
+
+// read takes the rows of one view at time at, one per byte of in, leaving
+// out those over MaxPerKey, and returns the view's keys and mask bits (nil
+// if it kept none). They are full slices, so an append to one copies.
+func (r *viewRows) read(in []byte, at time.Duration) ([]string, []bool) {
+	first, n := r.n, r.n
+	keys, mask := r.keys, r.mask[:len(r.keys)]
+	for _, k := range in {
+		key := (k & 31) % r.nkeys
+		if r.windows[key].admit(at) {
+			keys[n], mask[n] = keyNames[key], k>>5 != 7
+			n++
+		}
+	}
+	r.n = n
+	if n == first {
+		return nil, nil
+	}
+	return keys[first:n:n], mask[first:n:n]
+}
+
+// logBlock is a decoded log with room for its endpoints and their regions,
+// so that they take one allocation, not one each.
+type logBlock struct {
+	log       workload.Log
+	endpoints [2]workload.Endpoint
+	regions   [2][4]workload.RegionSpec // by endpoint
+}
+
+// endpointNames and regionLabels name the decoded endpoints and their
+// regions: region j of endpoint i is regionLabels[i][j].
+var (
+	endpointNames = [2]string{"A", "B"}
+	regionLabels  = [2][4]string{{"A0", "A1", "A2", "A3"}, {"B0", "B1", "B2", "B3"}}
+)
+
+// decodeEndpoint reads two bytes for endpoint i, whose regions it puts in
+// regions:
 //
 //	e0 bit 0: together driver (else memory); bit 1: AbsentIsMiss;
 //	   bits 2-3: rows 1..4; bits 4-5: in flight 1..4; bits 6-7: regions 1..4
 //	e1 bits 0-3: queued 0..15; bits 4-6: unprovable 1..8;
 //	   bit 7: 8 slots per region (else 32)
-func decodeEndpoint(name string, e0, e1 byte) workload.Endpoint {
+func decodeEndpoint(i int, e0, e1 byte, regions *[4]workload.RegionSpec) workload.Endpoint {
 	e := workload.Endpoint{
-		Name:         name,
+		Name:         endpointNames[i],
 		Driver:       "memory",
 		MaxRows:      1 + int(e0>>2&3),
 		AbsentIsMiss: e0&2 != 0,
@@ -162,23 +209,30 @@ func decodeEndpoint(name string, e0, e1 byte) workload.Endpoint {
 	if e1&0x80 != 0 {
 		slots = 8
 	}
-	for j := range 1 + int(e0>>6) {
-		e.Regions = append(e.Regions, workload.RegionSpec{Label: fmt.Sprintf("%s%d", name, j), Slots: slots, SlotBytes: 16})
+	n := 1 + int(e0>>6)
+	for j := range n {
+		regions[j] = workload.RegionSpec{Label: regionLabels[i][j], Slots: slots, SlotBytes: 16}
 	}
+	e.Regions = regions[:n:n]
 	return e
 }
 
 // faultLines is the fault mix of an endpoint, as fault lines.
 func faultLines(sel int, seed uint64, endpoint string) []string {
-	var mix memdriver.FaultMix
 	switch sel {
-	case 0:
-		return nil
 	case 1, 2:
-		mix = memdriver.Swarm(sim.SubSeed(seed, "faults/"+endpoint))
+		return mixLines(memdriver.Swarm(sim.SubSeed(seed, "faults/"+endpoint)))
 	case 3:
-		mix = memdriver.Default()
+		return slices.Clone(defaultLines) // a log's own, as a drawn mix's lines are
 	}
+	return nil
+}
+
+// defaultLines are memdriver.Default's fault lines, printed once.
+var defaultLines = mixLines(memdriver.Default())
+
+// mixLines is mix as fault lines.
+func mixLines(mix memdriver.FaultMix) []string {
 	text := strings.TrimSpace(mix.String())
 	if text == "" {
 		return nil
@@ -187,41 +241,48 @@ func faultLines(sel int, seed uint64, endpoint string) []string {
 }
 
 // keyNames are the decoded keys, k0 … k17, made once.
-var keyNames = func() []string {
-	out := make([]string, 18)
+var keyNames = func() (out [18]string) {
 	for i := range out {
 		out[i] = fmt.Sprintf("k%d", i)
 	}
 	return out
 }()
 
-type decoder struct {
-	data   []byte
-	recent [][]time.Duration // row times per key number, for MaxPerKey
+// keyWindow is one key's latest rows, for MaxPerKey: the times of its
+// last MaxPerKey rows, in a ring.
+type keyWindow struct {
+	n     uint // rows admitted so far
+	times [MaxPerKey]time.Duration
 }
 
-func (d *decoder) next() (byte, bool) {
-	if len(d.data) == 0 {
-		return 0, false
-	}
-	b := d.data[0]
-	d.data = d.data[1:]
-	return b, true
-}
-
-// admit reports whether key may take one more row at time at (MaxPerKey
-// within KeyWindow) and, if so, counts it.
-func (d *decoder) admit(key int, at time.Duration) bool {
-	times := d.recent[key]
-	old := 0
-	for old < len(times) && times[old] < at-KeyWindow {
-		old++
-	}
-	times = times[:copy(times, times[old:])] // keeps the capacity
-	if len(times) >= MaxPerKey {
-		d.recent[key] = times
+// admit reports whether the key may take one more row at time at (MaxPerKey
+// within KeyWindow) and, if so, counts it. Rows come in time order, so the
+// key is full exactly when its MaxPerKey-th latest row, the one its next
+// row overwrites, is within KeyWindow of at.
+func (w *keyWindow) admit(at time.Duration) bool {
+	slot := &w.times[w.n%MaxPerKey]
+	if w.n >= MaxPerKey && *slot >= at-KeyWindow {
 		return false
 	}
-	d.recent[key] = append(times, at)
+	*slot = at
+	w.n++
 	return true
+}
+
+// recentViews are the op numbers of the latest publish/fetch ops, as far
+// back as a cancel reaches (16), in a ring.
+type recentViews struct {
+	n   int // views so far
+	ops [16]int
+}
+
+func (r *recentViews) add(op int) {
+	r.ops[r.n%len(r.ops)] = op
+	r.n++
+}
+
+// back is the target of a cancel with byte t: the (t mod n)-th most recent
+// view (0 the latest) of the n so far, t < 16.
+func (r *recentViews) back(t int) int {
+	return r.ops[(r.n-1-t%r.n)%len(r.ops)]
 }
