@@ -62,7 +62,8 @@ func Decode(data []byte) (*workload.Log, bool) {
 	keys := 2 + int(h[0]>>4)
 	blk := new(logBlock)
 	l := &blk.log
-	l.Seed, l.Store, l.Ops = uint64(h[1])|uint64(h[2])<<8, "durable", make([]workload.Op, 0, min(MaxOps, len(body)/2)+nEnd)
+	ops, rows := room(body)
+	l.Seed, l.Store, l.Ops = uint64(h[1])|uint64(h[2])<<8, "durable", make([]workload.Op, 0, ops+nEnd)
 	if h[0]&2 != 0 {
 		l.Store = "evicting"
 	}
@@ -72,7 +73,7 @@ func Decode(data []byte) (*workload.Log, bool) {
 		*e = decodeEndpoint(i, h[3+2*i], h[4+2*i], &blk.regions[i])
 		e.Faults = faultLines(int(h[0]>>2)&3, l.Seed, e.Name)
 	}
-	at, runnable := decodeOps(l, body, keys)
+	at, runnable := decodeOps(l, body, keys, rows)
 	for _, e := range l.Endpoints {
 		at += time.Microsecond
 		l.Ops = append(l.Ops, workload.Op{At: at, Kind: workload.Shutdown, Endpoint: e.Name})
@@ -83,9 +84,9 @@ func Decode(data []byte) (*workload.Log, bool) {
 // decodeOps appends the ops of body's op groups to l.Ops (see Decode) and
 // returns the time of the last group and whether a publish or fetch went
 // to an endpoint not shut down before it.
-func decodeOps(l *workload.Log, body []byte, keys int) (at time.Duration, runnable bool) {
+func decodeOps(l *workload.Log, body []byte, keys, nrows int) (at time.Duration, runnable bool) {
 	var (
-		rows  = newViewRows(len(body), keys)
+		rows  = newViewRows(nrows, keys)
 		views recentViews
 		down  [2]bool // by endpoint number
 		ops   = l.Ops
@@ -134,6 +135,28 @@ func decodeOps(l *workload.Log, body []byte, keys int) (at time.Duration, runnab
 	return at, runnable
 }
 
+// room bounds what decodeOps takes from body: ops, the op groups it holds
+// (at most MaxOps), and rows, the rows of all its publish and fetch groups
+// (decodeOps may read past the MaxOps-th group, since a group it drops does
+// not count). Sizing the log's ops and rows by this walk, not by the input's
+// length, allocates (and zeroes) about half the bytes for a corpus input.
+func room(body []byte) (ops, rows int) {
+	for p := 0; p+1 < len(body); {
+		kind, arg := body[p]&15, body[p+1]
+		p += 2
+		if kind < 12 {
+			n := 1 + int(arg&7)
+			if n > len(body)-p {
+				break // cut short: dropped, and the input is over
+			}
+			rows += n
+			p += n
+		}
+		ops++
+	}
+	return min(ops, MaxOps), rows
+}
+
 // viewRows are the rows of every view of a log: one array of keys and one
 // of mask bits, carved view by view.
 type viewRows struct {
@@ -144,7 +167,7 @@ type viewRows struct {
 	windows [2 + 15]keyWindow // by key number, for MaxPerKey
 }
 
-// newViewRows makes room for the rows read from n bytes of a log with the
+// newViewRows makes room for n rows (room's bound) of a log with the
 // given key space.
 func newViewRows(n, keys int) *viewRows {
 	return &viewRows{keys: make([]string, n), mask: make([]bool, n), nkeys: byte(keys)}
