@@ -258,10 +258,37 @@ func (m FaultMix) String() string {
 			b = append(b, "fault "...)
 			b = append(b, faultKinds[i].name...)
 			b = append(b, " rate="...)
-			b = strconv.AppendFloat(b, r, 'g', -1, 64)
+			b = appendRate(b, r)
 		}
 	}
 	return string(b)
+}
+
+// appendRate appends strconv.AppendFloat(b, r, 'g', -1, 64): for a rate of
+// three significant digits (m/10^k, 100 <= m <= 999, as Swarm's round3
+// makes them) by writing m's digits after "0." and k-3 zeros, which is what
+// the shortest form is (no other decimal of three digits or fewer is within
+// an ulp of r) and what 'g' prints down to 1e-4; for any other rate by
+// AppendFloat. TestAppendRate compares the two on every m and k it takes.
+func appendRate(b []byte, r float64) []byte {
+	for k := 3; k <= 6; k++ { // 0.100 <= r < 1, down to 1e-4 <= r < 1e-3
+		m := r * pow10[k]
+		if m < 100 || m >= 999.5 {
+			continue
+		}
+		n := int(m + 0.5)
+		if float64(n)/pow10[k] != r {
+			break // not m/10^k
+		}
+		b = append(b, "0.000"[:k-1]...)
+		d := [3]byte{byte('0' + n/100), byte('0' + n/10%10), byte('0' + n%10)}
+		l := 3
+		for d[l-1] == '0' {
+			l--
+		}
+		return append(b, d[:l]...)
+	}
+	return strconv.AppendFloat(b, r, 'g', -1, 64)
 }
 
 // Check reports a rate outside [0, 1], naming the fault.

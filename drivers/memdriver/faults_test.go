@@ -213,6 +213,27 @@ func TestRound3(t *testing.T) {
 	}
 }
 
+// TestAppendRate checks the fast path of FaultMix.String against
+// strconv.AppendFloat(b, r, 'g', -1, 64): every rate it can take (m/10^k of
+// three digits, and the k around them), Swarm's rates, and odd ones.
+func TestAppendRate(t *testing.T) {
+	xs := []float64{1, 0.5, 0.05, 0.9995, 0.99951, 1e-4, 9.99e-5, 1e-5, 0.3125, 1e-7, 0.1 + 0.2, math.SmallestNonzeroFloat64}
+	for m := 1; m <= 1000; m++ {
+		for k := range 9 {
+			xs = append(xs, float64(m)/pow10[k])
+		}
+	}
+	r := sim.NewRand(3)
+	for i := range 100_000 {
+		xs = append(xs, round3(faultKinds[i%len(faultKinds)].swarmMax*math.Pow(10, -2*r.Float64())), r.Float64(), r.Float64()/1e4)
+	}
+	for _, x := range xs {
+		if got, want := string(appendRate([]byte("rate="), x)), "rate="+strconv.FormatFloat(x, 'g', -1, 64); got != want {
+			t.Fatalf("appendRate(%v) = %q, want %q %s", x, got, want, repro(t))
+		}
+	}
+}
+
 // TestCanonicalLine checks the fast path of the fault-line parser against
 // the general one: every line, canonical or not, reads the same (the same
 // mix, or an error from both).
