@@ -10,7 +10,7 @@ import (
 // decode a ~100-op corpus input and run it through every check. Its inverse
 // is the best execs/s one fuzz worker can reach.
 func BenchmarkDecodeRun(b *testing.B) {
-	engine.TuneGC() // as FuzzOpLog runs
+	engine.TuneFuzzGC() // as FuzzOpLog runs
 	ins := corpusInputs()
 	ops, steps := 0, uint64(0)
 	b.ReportAllocs()
@@ -32,7 +32,7 @@ func BenchmarkDecodeRun(b *testing.B) {
 
 // BenchmarkDecode is the decoder alone.
 func BenchmarkDecode(b *testing.B) {
-	engine.TuneGC() // as FuzzOpLog runs
+	engine.TuneFuzzGC() // as FuzzOpLog runs
 	ins := corpusInputs()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {

@@ -21,7 +21,7 @@ var writeCorpus = flag.Bool("writecorpus", false, "rewrite the generated seed co
 // drivers must pass: every check of SPEC §5 via engine.Run. An input with
 // nothing runnable is skipped as invalid, never a failure.
 func FuzzOpLog(f *testing.F) {
-	engine.TuneGC() // as the swarm runs seeds (a fuzz worker is a swarm of one)
+	engine.TuneFuzzGC() // a fuzz worker's GC target (FuzzGCPercent)
 	engine.TuneFuzzWorker()
 	for _, seed := range opLogSeeds() {
 		f.Add(seed)

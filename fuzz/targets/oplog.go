@@ -13,8 +13,8 @@ import (
 // (engine.Run); any verdict but pass is a failure. An input that decodes to
 // nothing runnable returns 0.
 func OpLog(data []byte) int {
-	engine.TuneGC()    // once per process: as the swarm runs seeds
-	engine.GrowStack() // go test -fuzz runs each input on a new goroutine
+	engine.TuneFuzzGC() // once per process: a fuzz worker's GC target
+	engine.GrowStack()  // go test -fuzz runs each input on a new goroutine
 	ran, err := guard(func() (bool, error) { return CheckOpLog(data, engine.Config{}) })
 	if err != nil {
 		fail("OpLog", data, err.Error())

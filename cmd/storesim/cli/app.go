@@ -61,7 +61,7 @@ type Options struct {
 // An interrupt (^C) stops a swarm after the seeds in flight. A bad
 // Options is one error line and exit 2.
 func Main(args []string, opts Options) int {
-	engine.TuneGC() // GOGC=400 unless the environment says otherwise
+	engine.TuneGC() // GOGC=1600 unless the environment says otherwise
 	stdout, stderr := opts.Stdout, opts.Stderr
 	if stdout == nil {
 		stdout = os.Stdout
