@@ -93,12 +93,14 @@ var ErrBadGeometry = errors.New("bad region geometry")
 // regions sharing memory. The error wraps [ErrBadGeometry] and names the
 // region. It never asks a store: callers run it before registering anything.
 func CheckGeometry(regions ...Region) error {
-	seen := make(map[string]bool, len(regions))
+	// The pairs are compared by scans (overlaps need them anyway): a set
+	// of labels cost a map per call, and a backend, a driver and the
+	// monitor each check every registration.
 	for i, r := range regions {
 		switch {
 		case r.Label == "":
 			return fmt.Errorf("%w: region #%d has no label", ErrBadGeometry, i)
-		case seen[r.Label]:
+		case labelIn(r.Label, regions[:i]):
 			return fmt.Errorf("%w: region %q: label used twice", ErrBadGeometry, r.Label)
 		case r.Mem == nil:
 			return fmt.Errorf("%w: region %q has no memory", ErrBadGeometry, r.Label)
@@ -110,7 +112,6 @@ func CheckGeometry(regions ...Region) error {
 			return fmt.Errorf("%w: region %q: %d slots of %d bytes exceed its %d bytes of memory",
 				ErrBadGeometry, r.Label, r.Slots, r.SlotBytes, r.Mem.Len())
 		}
-		seen[r.Label] = true
 		for _, o := range regions[:i] {
 			if r.Overlaps(o) {
 				return fmt.Errorf("%w: region %q shares memory with region %q", ErrBadGeometry, r.Label, o.Label)
@@ -118,4 +119,14 @@ func CheckGeometry(regions ...Region) error {
 		}
 	}
 	return nil
+}
+
+// labelIn reports whether one of regions is labelled label.
+func labelIn(label string, regions []Region) bool {
+	for _, o := range regions {
+		if o.Label == label {
+			return true
+		}
+	}
+	return false
 }
