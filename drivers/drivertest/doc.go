@@ -122,7 +122,10 @@
 // cancel, shutdown, unregister or repeated key; and with final results and
 // no callback after Submit returned, no drain has a late callback). Such a
 // pair is reported "not applicable" with the reason; one call seen in
-// flight makes every pair count again.
+// flight makes every pair count again. In real time timing may keep a pair
+// from happening on any one run (the call ended first), so a full
+// certification reruns the cases built for a pair never hit
+// (caseDef.chases) up to 16 more times before that is a gap.
 //
 // # D-CB-4 without a clock
 //

@@ -53,7 +53,7 @@ func allGroups() []*group {
 		}},
 		{rule: rules.DBatchKeys, needs: always, cases: []caseDef{
 			{name: "repeated-key-refused", caps: atLeastRows(4), run: caseRepeatedKey},
-			{name: "repeated-key-across-calls", faults: delays, run: caseRepeatedKeyAcrossCalls},
+			{name: "repeated-key-across-calls", faults: delays, chases: []Pair{RepeatedKeyInFlight}, run: caseRepeatedKeyAcrossCalls},
 		}},
 		{rule: rules.DBatchValid, needs: always, cases: []caseDef{
 			{name: "malformed-batches-refused", run: caseInvalidBatches},
@@ -79,14 +79,14 @@ func allGroups() []*group {
 			{name: "no-touch-after-ended", faults: lateWrites, run: caseNoTouchAfterEnded},
 		}},
 		{rule: rules.DReg1, needs: always, cases: []caseDef{
-			{name: "overlap-refused", run: caseOverlapRefused},
+			{name: "overlap-refused", chases: []Pair{DuplicateRegistration}, run: caseOverlapRefused},
 		}},
 		{rule: rules.DReg2, needs: always, cases: []caseDef{
 			{name: "store-refusal-leaves-nothing", faults: regRefused, run: caseRefusedLeavesNothing},
 			{name: "geometry-refusal-leaves-nothing", once: true, run: caseGeometryRefusalLeavesNothing},
 		}},
 		{rule: rules.DReg3, needs: always, cases: []caseDef{
-			{name: "stale-close-harmless", run: caseStaleClose},
+			{name: "stale-close-harmless", chases: []Pair{StaleHandleClose}, run: caseStaleClose},
 		}},
 		{rule: rules.DReg4, needs: always, cases: []caseDef{
 			{name: "close-honest", faults: closeFails, run: caseCloseHonest},
@@ -95,7 +95,7 @@ func allGroups() []*group {
 			{name: "register-after-shutdown", run: caseRegisterAfterShutdown},
 		}},
 		{rule: rules.DReg6, needs: always, cases: []caseDef{
-			{name: "busy-close-refused", faults: delays, run: caseBusyClose},
+			{name: "busy-close-refused", faults: delays, chases: []Pair{UnregisterVsInFlight}, run: caseBusyClose},
 			{name: "busy-until-shutdown", faults: neverEnds, run: caseBusyForever},
 		}},
 		{rule: rules.DTog1, needs: needTogether, cases: []caseDef{
@@ -109,7 +109,7 @@ func allGroups() []*group {
 			{name: "partial-unregister-named", faults: closeFails, run: caseUnregisterTogetherPartial},
 		}},
 		{rule: rules.DTog4, needs: needTogether, cases: []caseDef{
-			{name: "busy-region-stays", faults: delays, run: caseTogetherBusy},
+			{name: "busy-region-stays", faults: delays, chases: []Pair{UnregisterVsInFlight}, run: caseTogetherBusy},
 		}},
 		{rule: rules.DQuar, needs: needTogether, cases: []caseDef{
 			{name: "in-doubt-quarantines", faults: inDoubt, run: caseQuarantine},
@@ -157,23 +157,23 @@ func allGroups() []*group {
 			{name: "no-callback-after-shutdown", faults: delays, run: caseNoCallbackAfterShutdown},
 		}},
 		{rule: rules.DCan1, needs: always, cases: []caseDef{
-			{name: "cancel-answers", faults: delays, run: caseCancelAnswers},
+			{name: "cancel-answers", faults: delays, chases: []Pair{CancelVsCompletion}, run: caseCancelAnswers},
 		}},
 		{rule: rules.DCan2, needs: always, cases: []caseDef{
-			{name: "cancel-mid-call", faults: delays, run: caseCancelMidCall},
+			{name: "cancel-mid-call", faults: delays, chases: []Pair{CancelVsCompletion}, run: caseCancelMidCall},
 			{name: "cancel-at-once", run: caseCancelAtOnce},
 		}},
 		{rule: rules.DDrain1, needs: always, cases: []caseDef{
-			{name: "drain-stops-admission", faults: delays, run: caseDrainStopsAdmission},
+			{name: "drain-stops-admission", faults: delays, chases: []Pair{DrainVsLateCallback}, run: caseDrainStopsAdmission},
 			{name: "hung-call-stays-pending", faults: neverEnds, run: caseDrainWithHungCall},
 			{name: "unprovable-call-drains", faults: unprovableMix, run: caseUnprovableDrains},
 		}},
 		{rule: rules.DDrain2, needs: always, cases: []caseDef{
-			{name: "done-after-last-callback", faults: callbackMix, run: caseDrainAfterLastCallback},
+			{name: "done-after-last-callback", faults: callbackMix, chases: []Pair{DrainVsLateCallback}, run: caseDrainAfterLastCallback},
 		}},
 		{rule: rules.DShut1, needs: always, cases: []caseDef{
 			{name: "clean-shutdown", run: caseShutdownClean},
-			{name: "in-flight-labelled", faults: shutMix, run: caseShutdownInFlight},
+			{name: "in-flight-labelled", faults: shutMix, chases: []Pair{ShutdownVsInFlight}, run: caseShutdownInFlight},
 			{name: "stuck-region-labelled", faults: stuck, run: caseShutdownStuckRegion},
 		}},
 		{rule: rules.DShut2, needs: always, cases: []caseDef{
