@@ -28,7 +28,9 @@ type RecorderOptions struct {
 	// start.
 	Lookups bool
 	// StoreLogComplete says the harness reports every put the store runs
-	// (Put): an ambiguous publish without a Put then had no effect.
+	// (Put): an ambiguous publish without a Put then had no effect — except
+	// on a key the store also ran a put of that named no call
+	// (UnattributedPut), where it may have.
 	StoreLogComplete bool
 	// Sequence, if set, is shared by several recorders (one per endpoint on
 	// one store) so their histories merge: Call and Return positions then
@@ -74,6 +76,7 @@ type Recorder struct {
 	starting []starting // SubmitStarting's marks whose Submitted has not come
 	labels   map[drivers.CallID]string
 	puts     map[callRow]mark // the first put the store ran of a publish row, when callRec.puts cannot hold it
+	anonPuts map[string]bool  // keys the store ran a put of that named no call (UnattributedPut)
 	extra    []extraOp        // escaped publishes and lookups
 	escaped  int              // submits that failed with an error after which rows may have escaped
 	unread   int              // publish slots that could not be read

@@ -117,6 +117,22 @@ func (r *Recorder) Put(at time.Duration, id drivers.CallID, row int, key string)
 	}
 }
 
+// UnattributedPut is optional: the harness reports that the store ran a
+// put of key that names no call (a simulated driver written outside this
+// repository that calls Store.Put itself). The store's log then says
+// nothing about which publish of key it was, so with StoreLogComplete a
+// FAULT or unanswered publish of key is ambiguous (it may be that put),
+// not "no effect": a driver whose transport lost the answer of a put that
+// ran is honest (SPEC §3, FAULT). A NOT_ATTEMPTED publish still had none.
+func (r *Recorder) UnattributedPut(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.anonPuts == nil {
+		r.anonPuts = map[string]bool{}
+	}
+	r.anonPuts[key] = true
+}
+
 // put is the first put the store ran of row of call id (Put), if any.
 func (r *Recorder) put(id drivers.CallID, row int) (mark, bool) {
 	if c := r.calls.get(id); c != nil {
@@ -340,7 +356,7 @@ func (r *Recorder) AppendHistory(h History) History {
 			if kind == KindPublish && !op.Settled() {
 				if put, ok := r.putOf(c, i); ok {
 					op.Effect, op.EffectSeq = TookEffect, max(put.seq, op.Call)
-				} else if r.opts.StoreLogComplete {
+				} else if r.opts.StoreLogComplete && (row.Status == drivers.NotAttempted || !r.anonPuts[row.Key]) {
 					op.Effect = NoEffect
 				}
 			}

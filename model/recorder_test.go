@@ -199,11 +199,19 @@ func TestRecorderClassifiesPublishes(t *testing.T) {
 		name     string
 		complete bool
 		put      bool
+		anon     string // a put the store ran that named no call, of this key
+		status   drivers.Status
 		want     Effect
 	}{
-		{"no store log: ambiguous", false, false, Ambiguous},
-		{"put reported: took effect", false, true, TookEffect},
-		{"complete log without put: no effect", true, false, NoEffect},
+		{"no store log: ambiguous", false, false, "", drivers.NotAttempted, Ambiguous},
+		{"put reported: took effect", false, true, "", drivers.NotAttempted, TookEffect},
+		{"complete log without put: no effect", true, false, "", drivers.NotAttempted, NoEffect},
+		{"complete log, FAULT without put: no effect", true, false, "", drivers.Fault, NoEffect},
+		// A FAULT of a key the store ran an unattributed put of may be that
+		// put (a transport that lost the answer), so it may have happened.
+		{"unattributed put of the key: FAULT ambiguous", true, false, "k", drivers.Fault, Ambiguous},
+		{"unattributed put of another key: no effect", true, false, "other", drivers.Fault, NoEffect},
+		{"unattributed put: NOT_ATTEMPTED still never started", true, false, "k", drivers.NotAttempted, NoEffect},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t, RecorderOptions{StoreLogComplete: c.complete})
@@ -213,7 +221,10 @@ func TestRecorderClassifiesPublishes(t *testing.T) {
 			if c.put {
 				r.rec.Put(r.tick(), 10, 0, "k")
 			}
-			r.final(10, 0, drivers.NotAttempted)
+			if c.anon != "" {
+				r.rec.UnattributedPut(c.anon)
+			}
+			r.final(10, 0, c.status)
 			op := r.rec.History()[0]
 			if op.Effect != c.want || (c.want == TookEffect && (op.EffectSeq <= op.Call || op.EffectSeq >= op.Return)) {
 				t.Fatalf("op %v effect seq %d, want %v (repro: go test ./model -run 'TestRecorderClassifiesPublishes')", op, op.EffectSeq, c.want)

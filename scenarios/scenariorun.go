@@ -349,6 +349,12 @@ func (w *scenarioRun) storeEvent(e memdriver.StoreEvent) {
 	if e.Kind == memdriver.EventPut && e.Stored {
 		if ep := w.byName[e.By.Driver]; ep != nil && ep.Recorder != nil {
 			ep.Recorder.Put(w.s.Now(), e.By.Call, e.By.Row, e.Key)
+		} else if ep == nil {
+			for _, o := range w.eps { // a put no endpoint's call names (model.Recorder.UnattributedPut)
+				if o.Recorder != nil {
+					o.Recorder.UnattributedPut(e.Key)
+				}
+			}
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/storesim/storesim/drivers"
-	"github.com/storesim/storesim/drivers/memdriver"
 	"github.com/storesim/storesim/drivers/rules"
 )
 
@@ -384,7 +383,7 @@ func caseFirstWriterWins(w *world) {
 		}
 		res := ct.c.Results()
 		for i, k := range keys {
-			if i < len(res) && res[i] == drivers.Fault && w.store != nil && w.faults == (memdriver.FaultMix{}) {
+			if i < len(res) && res[i] == drivers.Fault && w.faultFree() {
 				w.fail(rules.DSub4, "round %d: PUBLISH of held key %q answered FAULT with no fault injected; want OK or MISS", round, k)
 			}
 		}

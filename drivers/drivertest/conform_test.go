@@ -29,7 +29,7 @@ func conformRuns(t *testing.T) int {
 	return runs
 }
 
-// TestConformingDrivers tests the tester the other way round: eight
+// TestConformingDrivers tests the tester the other way round: nine
 // unusual drivers that keep the contract (conformdrivers_test.go) each
 // certify — no failed rule, no gap — in every one of conformRuns
 // certifications. A race pair is excused only where the driver cannot give
@@ -88,5 +88,30 @@ func TestNoPairExcusedInFlight(t *testing.T) {
 		if p.NotApplicable != "" {
 			t.Fatalf("race pair %s was excused (%s) for a driver that keeps calls in flight:\n%s(repro: go test ./drivers/drivertest -run '^TestNoPairExcusedInFlight$')", p.Pair, p.NotApplicable, rep.Table())
 		}
+	}
+}
+
+// TestUncontrolledLiesCaught: the flaky driver's freedom is a transport's
+// (a FAULT, a lookup error, wherever it strikes), not a licence: with one
+// lie planted it fails the lie's rule. A miss reported as a fault is found
+// by asking again beside a present key (D-MISS-HONEST); a publish answered
+// NOT_ATTEMPTED whose put ran is found by the store's log (D-STATUS), though
+// the driver's puts name no call.
+func TestUncontrolledLiesCaught(t *testing.T) {
+	for _, tc := range []struct{ lie, rule string }{
+		{"miss-as-fault", "D-MISS-HONEST"},
+		{"ran-not-attempted", "D-STATUS"},
+	} {
+		t.Run(tc.lie, func(t *testing.T) {
+			h := drivertest.Harness{Name: "conform:flaky-" + tc.lie, New: func(env drivertest.Env) (drivers.Driver, error) {
+				d := newFlaky(env).(*fifo)
+				d.lie = tc.lie
+				return d, nil
+			}}
+			rep := drivertest.Certify(h, drivertest.Options{Short: true})
+			if !slices.Contains(rep.Failed(), tc.rule) {
+				t.Fatalf("the flaky driver that lies %s: failed %v, want %s:\n%s(repro: go test ./drivers/drivertest -run '^TestUncontrolledLiesCaught$/^%s$')", tc.lie, rep.Failed(), tc.rule, rep.Table(), tc.lie)
+			}
+		})
 	}
 }

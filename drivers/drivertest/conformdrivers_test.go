@@ -13,7 +13,7 @@ import (
 	"github.com/storesim/storesim/sim"
 )
 
-// Eight unusual drivers that keep the contract, written as a third party
+// Nine unusual drivers that keep the contract, written as a third party
 // would: only the drivers.Driver interface (two of them also the optional
 // monitor.LockProber), the simulated runtime and the simulated store of
 // drivertest.Env, no fault injection (Env.Faults is ignored). They test
@@ -26,7 +26,7 @@ import (
 // the runtime's events: no goroutines, no wall clock, map keys sorted
 // before any decision.
 
-// conformDrivers are the eight, by name.
+// conformDrivers are the nine, by name.
 var conformDrivers = []struct {
 	name string
 	new  func(env drivertest.Env) drivers.Driver
@@ -39,9 +39,10 @@ var conformDrivers = []struct {
 	{"publish-only", newPublishOnly},
 	{"one-row", newOneRow},
 	{"slow", newSlow},
+	{"flaky", newFlaky},
 }
 
-// core is what the eight drivers share.
+// core is what the nine drivers share.
 type core struct {
 	rt    sim.Runtime
 	store *memdriver.Store
@@ -60,6 +61,15 @@ type core struct {
 	// memory pressure, legal only on a store that may evict
 	// (TestEvictingCacheCertified).
 	evictOnPut bool
+	// lossy: the transport loses one request in six before it reaches the
+	// store (FAULT, nothing moved) and one answer in six after the store
+	// ran it (FAULT, though the put ran or the slot was written), and one
+	// lookup in six (an error): an honest driver on a flaky network.
+	lossy bool
+	// lie plants one lie in a lossy driver (TestUncontrolledLiesCaught):
+	// "miss-as-fault" answers FAULT for every absent key; "ran-not-attempted"
+	// answers NOT_ATTEMPTED for one publish row in six whose put ran.
+	lie string
 
 	mu       sync.Mutex
 	regs     map[drivers.Handle]drivers.Region
@@ -80,7 +90,7 @@ func newCore(env drivertest.Env, kind string, caps drivers.Capabilities) *core {
 	return c
 }
 
-// xcall is one call of any of the eight.
+// xcall is one call of any of the nine.
 type xcall struct {
 	c        *core
 	id       drivers.CallID
@@ -180,9 +190,13 @@ func (c *core) Contains(_ context.Context, keys []string) ([]bool, error) {
 	}
 	c.mu.Lock()
 	shut := c.shut
+	lost := c.lossy && c.rnd.Intn(6) == 0
 	c.mu.Unlock()
 	if shut {
 		return nil, fmt.Errorf("%w: %w", drivers.ErrLookupFailed, drivers.ErrClosed)
+	}
+	if lost {
+		return nil, fmt.Errorf("%w: %s: connection reset", drivers.ErrLookupFailed, c.kind)
 	}
 	found := make([]bool, len(keys))
 	for i, k := range keys {
@@ -305,8 +319,32 @@ func (x *xcall) stopIfCancelled() bool {
 	return true
 }
 
-// transfer moves row i whole, now. Caller holds c.mu.
+// transfer moves row i whole, now, through a transport that may lose the
+// request or the answer (core.lossy). Caller holds c.mu.
 func (x *xcall) transfer(i int) drivers.Status {
+	switch {
+	case x.c.lie == "miss-as-fault" && x.dir == drivers.Fetch && !x.c.store.Has(x.rows[i].Key):
+		x.started[i] = true
+		return drivers.Fault
+	case x.c.lie == "ran-not-attempted" && x.dir == drivers.Publish && x.c.rnd.Intn(6) == 0:
+		x.move(i)
+		return drivers.NotAttempted
+	}
+	if x.c.lossy {
+		switch x.c.rnd.Intn(6) {
+		case 0:
+			x.started[i] = true
+			return drivers.Fault // the request was lost: nothing moved
+		case 1:
+			x.move(i)
+			return drivers.Fault // the answer was lost: the store ran it
+		}
+	}
+	return x.move(i)
+}
+
+// move moves row i whole, now. Caller holds c.mu.
+func (x *xcall) move(i int) drivers.Status {
 	c, r, reg := x.c, x.rows[i], x.regs[i]
 	x.started[i] = true
 	by := drivers.Toucher{Call: x.id, Row: i}
@@ -497,6 +535,16 @@ func (f *fifo) step() {
 		f.changed(x)
 	}
 	f.rt.After(f.delay(1*time.Microsecond, 8*time.Microsecond), "fifo step", f.step)
+}
+
+// flaky: the fifo driver behind a transport that loses requests, answers
+// and lookups (core.lossy). Every loss is a FAULT or a lookup error — what
+// the contract calls a transport error — never a MISS, and it strikes
+// absent and present keys alike.
+func newFlaky(env drivertest.Env) drivers.Driver {
+	f := &fifo{core: newCore(env, "flaky", allCaps)}
+	f.lossy = true
+	return f
 }
 
 // staging: a PUBLISH copies every slot into a private staging buffer in
@@ -885,7 +933,7 @@ func (s *slow) step(x *xcall) {
 }
 
 // mostlyInline is inline except that every seventh call is left in flight
-// for a few microseconds: not a driver of the eight, but the guard against
+// for a few microseconds: not a driver of the nine, but the guard against
 // excusing too much — it keeps calls in flight, so no race pair may be
 // excused for it.
 type mostlyInline struct{ inline }

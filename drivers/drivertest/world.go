@@ -43,6 +43,12 @@ type world struct {
 	rt     sim.Runtime        // whichever of the two
 	store  *memdriver.Store   // nil for a real store
 	faults memdriver.FaultMix // what the driver was asked to inject
+	// faultsKnown: the driver reports the faults it injects (Faults(), as
+	// memdriver does), so "none injected" means it faults nowhere. A driver
+	// that does not (a real store's, a simulated one written outside this
+	// repository) may fault on its own, as a transport does: a FAULT is
+	// then no lie by itself (faultFree).
+	faultsKnown bool
 
 	ep   *engine.Endpoint // driver, contract monitor, history recorder: no lender, no backend
 	d    drivers.Driver   // the monitored driver
@@ -166,12 +172,15 @@ func newWorld(c *certifier, g *group, cs *caseDef, seed uint64, directed bool) (
 func (w *world) tune(raw drivers.Driver, opts *monitor.Options) {
 	if f, ok := raw.(interface{ Faults() memdriver.FaultMix }); ok {
 		w.faults = f.Faults() // what it really injects (a driver may raise rates)
+		w.faultsKnown = true
 	}
 	// Without AbsentIsMiss a FETCH of an absent key may FAULT (the driver
 	// promises nothing about absent keys), so FAULT is then excused like an
 	// injected fault; the monitor's D-MISS-HONEST check does not look at the
 	// declaration itself.
-	injected := w.injectsRowFaults() || !raw.Capabilities().AbsentIsMiss
+	// A driver that may fault on its own is asked again instead
+	// (caseAbsentIsMiss): one FAULT of an absent key proves nothing there.
+	injected := w.injectsRowFaults() || !raw.Capabilities().AbsentIsMiss || !w.faultsKnown
 	opts.Injected = func(drivers.CallID, int) bool { return injected }
 	_, prober := raw.(monitor.LockProber)
 	switch {
@@ -198,6 +207,12 @@ func schedOptions(seed uint64, directed bool) sim.Options {
 	r := sim.NewRand(sim.SubSeed(seed, "drivertest/scheduler"))
 	delays := []time.Duration{0, 2 * time.Microsecond, 20 * time.Microsecond, 200 * time.Microsecond}
 	return sim.Options{Seed: seed, MaxWakeDelay: delays[r.Intn(len(delays))], CoalesceChance: []float64{0, 0.2, 0.6}[r.Intn(3)]}
+}
+
+// faultFree: the driver reports its faults and injects none, so any FAULT,
+// refusal or lookup error it answers is its own doing, not a transport's.
+func (w *world) faultFree() bool {
+	return w.faultsKnown && w.faults == (memdriver.FaultMix{})
 }
 
 // injectsRowFaults: the mix can turn a row FAULT, so a FAULT of an absent

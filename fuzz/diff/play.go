@@ -135,6 +135,10 @@ func (p *player) storeEvent(e memdriver.StoreEvent) {
 	}
 	if ep := p.byName[e.By.Driver]; ep != nil {
 		ep.ep.Recorder.Put(p.sched.Now(), e.By.Call, e.By.Row, e.Key)
+		return
+	}
+	for _, ep := range p.eps { // a put no endpoint's call names (model.Recorder.UnattributedPut)
+		ep.ep.Recorder.UnattributedPut(e.Key)
 	}
 }
 

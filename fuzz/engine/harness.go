@@ -321,6 +321,10 @@ func (r *run) storeEvent(e memdriver.StoreEvent) {
 	}
 	if ep := r.endpointNamed(e.By.Driver); ep != nil {
 		ep.Recorder.Put(r.s.Now(), e.By.Call, e.By.Row, e.Key)
+		return
+	}
+	for _, ep := range r.eps { // a put no endpoint's call names (model.Recorder.UnattributedPut)
+		ep.Recorder.UnattributedPut(e.Key)
 	}
 }
 

@@ -244,9 +244,16 @@ func (m *machine) storeEvent(e memdriver.StoreEvent) {
 	if e.Kind != memdriver.EventPut || !e.Stored {
 		return
 	}
+	named := false
 	for _, ep := range m.eps {
 		if ep.name == e.By.Driver {
 			ep.Recorder.Put(m.rt.Now(), e.By.Call, e.By.Row, e.Key)
+			named = true
+		}
+	}
+	if !named { // a put no endpoint's call names (model.Recorder.UnattributedPut)
+		for _, ep := range m.eps {
+			ep.Recorder.UnattributedPut(e.Key)
 		}
 	}
 }
