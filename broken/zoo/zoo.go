@@ -188,6 +188,12 @@ var Bugs = []Bug{
 		Trips: []rules.ID{rules.BAccess, rules.BBound}},
 	{Name: "drain_no_wait", Breaks: rules.DDrain1, What: "shutdown does not wait for the driver to drain",
 		Trips: []rules.ID{rules.BShut}},
+	// Modelled on a cancel path that reuses the user-cancel error: the caller cannot tell "you cancelled" from "we shut down".
+	{Name: "shutdown_reason_lost", Breaks: rules.BShut, What: "the attempts a shutdown cancels carry ErrCancelled, the reason of Attempt.Cancel, not ErrShutdown",
+		Trips: []rules.ID{rules.BShut}},
+	// Modelled on a once-only flag lost in a refactor: every cancel of an attempt cancels its running calls again.
+	{Name: "cancel_flag_not_set", Breaks: rules.BCancel, What: "a running call is never marked cancelled, so a later cancel of its attempt (after it failed, or cancelled twice) forwards another Cancel",
+		Trips: []rules.ID{rules.BCancel}},
 }
 
 // planted is set by the file an [Overlay] adds to this package.

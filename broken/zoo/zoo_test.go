@@ -170,10 +170,12 @@ func TestSwarmFinds(t *testing.T) {
 	}
 }
 
-// quickZoo is the part of the zoo the normal test run builds: one memory bug
-// and one outcome bug, enough to prove the overlay mechanism end to end. The
-// full zoo runs with STORESIM_ZOO=1 (and in scripts/zoo.sh).
-var quickZoo = []string{"outcome_is_end", "late_success", "nocut_key", "fault_as_miss"}
+// quickZoo is the part of the zoo the normal test run builds: a memory, an
+// outcome, a cut and a fold bug prove the overlay mechanism end to end, and
+// two bugs prove the reference model's youngest checks fire in the normal
+// suite (an outcome's reason, one Cancel per call). The full zoo runs with
+// STORESIM_ZOO=1 (and in scripts/zoo.sh).
+var quickZoo = []string{"outcome_is_end", "late_success", "nocut_key", "fault_as_miss", "shutdown_reason_lost", "cancel_flag_not_set"}
 
 // TestZooCaught builds the package once per planted bug (go test -overlay)
 // and runs TestSwarmFinds there.

@@ -26,7 +26,7 @@ func (m *Model) Admitting(dir drivers.Direction, v drivers.View) {
 	}
 	active := m.active(v)
 	if m.outside(active) != "" {
-		a.expectFail = true
+		a.expectFail, a.why = true, a.why|whyNotRegistered
 		return
 	}
 	// One array holds served (by view position) and the lookup answers (by

@@ -138,8 +138,10 @@ func (m *Model) lookedUp(keys []string, present []bool, err error) {
 		if keysAre(keys, b.rows) {
 			b.lookupErr = err // formatted from the batch's own rows, if ever
 			b.a.failCause = (*lookupCause)(b)
+			b.a.why |= whyLookup
 		} else {
 			b.a.failCause = textCause(fmt.Sprintf("the lookup of %q failed: %v", keys, err)) // keys are the backend's: formatted now
+			b.a.why |= whyLookup
 		}
 		return
 	}
@@ -242,10 +244,10 @@ func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.
 		c.stuck, c.acc = true, drivers.AccessUnprovable // D-SUB-2: the rows may be touched
 		m.count.UnprovableTotal++
 		c.folded = true
-		a.failCause = errCause{"Submit failed (%v): the rows are UNPROVABLE", err}
+		a.failCause, a.why = errCause{"Submit failed (%v): the rows are UNPROVABLE", err}, a.why|whySubmit
 	case err != nil:
 		b.phase, b.call = dropped, nil // D-SUB-2: nothing escaped
-		a.failCause = errCause{"Submit refused (%v)", err}
+		a.failCause, a.why = errCause{"Submit refused (%v)", err}, a.why|whySubmit
 		return nil
 	}
 	m.calls = append(m.calls, c)
@@ -291,7 +293,7 @@ func (m *Model) readResults(c *call, res []drivers.Status) {
 		if c.acc != drivers.AccessEnded {
 			c.acc = drivers.AccessUnprovable
 		}
-		a.failCause = countCause{c, len(res)}
+		a.failCause, a.why = countCause{c, len(res)}, a.why|whyWrongLength
 		return
 	}
 	if c.res == nil {
@@ -307,7 +309,7 @@ func (m *Model) readResults(c *call, res []drivers.Status) {
 		} else if c.res[i] == drivers.Fault || c.res[i] == drivers.NotAttempted {
 			if a.maybeFail == nil {
 				c.maybeRow = rowCause{c, i}
-				a.maybeFail = &c.maybeRow
+				a.maybeFail, a.why = &c.maybeRow, a.why|whyRow
 			}
 		}
 	}
@@ -337,7 +339,7 @@ func (m *Model) readResults(c *call, res []drivers.Status) {
 	}
 	if bad >= 0 {
 		c.failRow = rowCause{c, bad}
-		a.failCause = &c.failRow
+		a.failCause, a.why = &c.failRow, a.why|whyRow
 	}
 	c.b.phase = complete
 	if len(declined) > 0 && a.failCause == nil && wasPending {
@@ -356,7 +358,7 @@ func (m *Model) answerRecheck(c *call, keys []string, present []bool, err error)
 		return
 	}
 	if err != nil {
-		a.failCause = errCause{"the lookup after a declined publish failed: %v", err}
+		a.failCause, a.why = errCause{"the lookup after a declined publish failed: %v", err}, a.why|whyLookup
 		return
 	}
 	for i, r := range c.recheckRows {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/storesim/storesim/backend"
@@ -139,6 +140,9 @@ type attempt struct {
 	notedState  backend.State  // ... and showed this outcome
 	notedAccess drivers.Access // ... and this access
 	noteChecked bool           // done, and its last report was judged
+	// why: the failures and cancels the model saw the attempt meet, each a
+	// reason its outcome may carry (whyErr); several when they raced.
+	why why
 }
 
 type phase uint8
@@ -178,6 +182,45 @@ type call struct {
 }
 
 var errPanicked = errors.New("Submit panicked")
+
+// why is a set of the reasons an outcome may carry (SPEC §3, B-OUTCOME): a
+// bit per failure or cancel the model saw, each naming the backend error the
+// outcome's Reason must wrap.
+type why uint8
+
+const (
+	whyNotRegistered why = 1 << iota
+	whyRow
+	whyLookup
+	whySubmit
+	whyWrongLength
+	whyCancel
+	whyShutdown
+	numWhy = iota
+)
+
+var whyErr = [numWhy]error{backend.ErrNotRegistered, backend.ErrRowFailed, backend.ErrLookup,
+	backend.ErrSubmit, backend.ErrWrongLength, backend.ErrCancelled, backend.ErrShutdown}
+
+// allows says whether reason wraps the error of one of w's reasons.
+func (w why) allows(reason error) bool {
+	for i, e := range whyErr {
+		if w&(1<<i) != 0 && errors.Is(reason, e) {
+			return true
+		}
+	}
+	return false
+}
+
+func (w why) String() string {
+	var s []string
+	for i, e := range whyErr {
+		if w&(1<<i) != 0 {
+			s = append(s, e.Error())
+		}
+	}
+	return strings.Join(s, " or ")
+}
 
 // New returns the model of one endpoint. SetBackend must follow once the
 // backend exists (its effective configuration and Stats).

@@ -25,6 +25,7 @@ func (m *Model) ShutdownAsked() {
 	for _, a := range m.attempts {
 		if a.view.State() == backend.Pending {
 			a.cancelAsk, a.touched, a.settled = true, true, false
+			a.why |= whyShutdown
 		}
 	}
 }

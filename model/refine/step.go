@@ -142,14 +142,24 @@ func (m *Model) committedNow(a *attempt, o backend.Outcome) {
 			m.fail(rules.BModel, a, 0, "delivered-early", fmt.Sprintf("it is %v before every batch had its results (%s)", o, m.callStates(a)))
 		case !slices.Equal(o.Served, a.served):
 			m.fail(rule, a, 0, "served", fmt.Sprintf("it is Delivered serving %s, but the store's answers serve %s", positions(o.Served), positions(a.served)))
+		case o.Reason != nil:
+			m.fail(rules.BOutcome, a, 0, "reason", fmt.Sprintf("it is %v with a reason (%v): only Failed and Cancelled outcomes carry one", o, o.Reason))
 		}
 	case backend.Failed:
 		if a.failCause == nil && a.maybeFail == nil && !a.expectFail {
 			m.fail(rule, a, 0, "failed", fmt.Sprintf("it is %v, but no row, lookup or call failed", o))
+		} else {
+			m.reason(rule, a, o, a.why&^(whyCancel|whyShutdown))
 		}
 	case backend.Cancelled:
 		if !a.cancelAsk {
 			m.fail(rules.BOutcome, a, 0, "cancelled", fmt.Sprintf("it is %v, but nobody cancelled it", o))
+		} else {
+			rule := rules.BCancel
+			if a.why&whyCancel == 0 {
+				rule = rules.BShut
+			}
+			m.reason(rule, a, o, a.why&(whyCancel|whyShutdown))
 		}
 	}
 	// B-CANCEL: a committed failure or cancel stops the attempt's running calls.
@@ -159,6 +169,19 @@ func (m *Model) committedNow(a *attempt, o backend.Outcome) {
 		if slices.Contains(o.Served, true) {
 			m.fail(rule, a, 0, "served-not-delivered", fmt.Sprintf("it is %v, yet its outcome serves %s (only a Delivered outcome serves rows)", o.State, positions(o.Served)))
 		}
+	}
+}
+
+// reason judges the reason of a Failed or Cancelled outcome: it must wrap
+// the backend error of a failure or cancel the model saw (w), so that a
+// caller can tell them apart with errors.Is (SPEC §3, B-OUTCOME).
+func (m *Model) reason(rule rules.ID, a *attempt, o backend.Outcome, w why) {
+	switch {
+	case w == 0:
+	case o.Reason == nil:
+		m.fail(rule, a, 0, "reason", fmt.Sprintf("it is %v without a reason; want one wrapping %v", o.State, w))
+	case !w.allows(o.Reason):
+		m.fail(rule, a, 0, "reason", fmt.Sprintf("it is %v, but its reason (%v) wraps none of %v, what the model saw it meet", o.State, o.Reason, w))
 	}
 }
 
@@ -236,6 +259,9 @@ func (m *Model) Cancelling(av AttemptView) {
 	if a := m.byView[av]; a != nil {
 		a.askNow = av.State() == backend.Pending
 		a.cancelAsk = a.cancelAsk || a.askNow
+		if a.askNow {
+			a.why |= whyCancel
+		}
 		a.touched, a.settled = true, false
 	}
 }

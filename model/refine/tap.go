@@ -2,9 +2,11 @@ package refine
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/monitor"
+	"github.com/storesim/storesim/drivers/rules"
 )
 
 // Wrap returns the driver the backend must be built on: d, with every
@@ -140,6 +142,11 @@ func (c *callTap) Access() drivers.Access {
 }
 
 func (c *callTap) Cancel() drivers.CancelResult {
-	c.mc.cancels++
+	mc := c.mc
+	if mc.cancels++; mc.cancels == 2 {
+		c.m.guard(func() {
+			c.m.fail(rules.BCancel, mc.b.a, mc.id, "cancel-twice", fmt.Sprintf("call %d got a second Cancel: a running call gets one", mc.id))
+		})
+	}
 	return c.c.Cancel()
 }
