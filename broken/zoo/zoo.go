@@ -191,6 +191,12 @@ var Bugs = []Bug{
 	// Modelled on a cancel path that reuses the user-cancel error: the caller cannot tell "you cancelled" from "we shut down".
 	{Name: "shutdown_reason_lost", Breaks: rules.BShut, What: "the attempts a shutdown cancels carry ErrCancelled, the reason of Attempt.Cancel, not ErrShutdown",
 		Trips: []rules.ID{rules.BShut}},
+	// Modelled on retry paths that repeat only the last step: the owner's second Shutdown never closes the bindings freed since the first.
+	{Name: "retry_skips_close", Breaks: rules.BShut, What: "a Shutdown after the first one finished shuts the driver down again but closes no binding, so regions freed since stay bound",
+		Trips: []rules.ID{rules.BShut}},
+	// Modelled on teardown code that trusts its cached state: the calls whose last callbacks have not run yet still look busy.
+	{Name: "no_refresh_before_close", Breaks: rules.BShut, What: "shutdown closes bindings without reading the calls first (D-DRAIN-2: their last callbacks may not have run), so a region whose calls all ended stays bound and is reported retained",
+		Trips: []rules.ID{rules.BShut}},
 	// Modelled on a once-only flag lost in a refactor: every cancel of an attempt cancels its running calls again.
 	{Name: "cancel_flag_not_set", Breaks: rules.BCancel, What: "a running call is never marked cancelled, so a later cancel of its attempt (after it failed, or cancelled twice) forwards another Cancel",
 		Trips: []rules.ID{rules.BCancel}},

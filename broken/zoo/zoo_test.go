@@ -172,10 +172,11 @@ func TestSwarmFinds(t *testing.T) {
 
 // quickZoo is the part of the zoo the normal test run builds: a memory, an
 // outcome, a cut and a fold bug prove the overlay mechanism end to end, and
-// two bugs prove the reference model's youngest checks fire in the normal
-// suite (an outcome's reason, one Cancel per call). The full zoo runs with
+// four prove the reference model's youngest checks fire in the normal suite
+// (an outcome's reason, one Cancel per call, a shutdown's retry, a
+// shutdown that closes by stale reads). The full zoo runs with
 // STORESIM_ZOO=1 (and in scripts/zoo.sh).
-var quickZoo = []string{"outcome_is_end", "late_success", "nocut_key", "fault_as_miss", "shutdown_reason_lost", "cancel_flag_not_set"}
+var quickZoo = []string{"outcome_is_end", "late_success", "nocut_key", "fault_as_miss", "shutdown_reason_lost", "cancel_flag_not_set", "retry_skips_close", "no_refresh_before_close"}
 
 // TestZooCaught builds the package once per planted bug (go test -overlay)
 // and runs TestSwarmFinds there.

@@ -68,6 +68,21 @@ func (c *callRec) Access() drivers.Access {
 	return acc
 }
 
+// AccessPeeker is a call whose driver-side access can be read without the
+// read being observed ([*Monitor]'s calls implement it).
+type AccessPeeker interface{ PeekAccess() drivers.Access }
+
+// PeekAccess reads the driver's access of the call without observing it: a
+// judge's read (model/refine asks what a shutdown should have read), which
+// must not teach the monitor, and so every check after it, a fact the code
+// under test never read. PENDING until Submit returned.
+func (c *callRec) PeekAccess() drivers.Access {
+	if c.inner == nil {
+		return drivers.AccessPending
+	}
+	return c.inner.Access()
+}
+
 // Cancel implements drivers.Call and checks D-CAN-1 and D-CAN-2 around the
 // driver's Cancel.
 func (c *callRec) Cancel() drivers.CancelResult {

@@ -119,6 +119,9 @@ type Endpoint struct {
 	// Labels.
 	Asked, Down bool
 	Labels      []string
+	// Retried: the owner asked again at quiescence because the shutdown
+	// returned labels (run.retryShutdowns).
+	Retried bool
 
 	opts    EndpointOptions
 	arenas  []*arena.Arena // memory outside the lender (AddArena)

@@ -532,3 +532,19 @@ func (r *run) shutdown(ep *Endpoint) {
 		ep.Shutdown(nil)
 	}
 }
+
+// retryShutdowns is the owner's retry (SPEC §3: "A later Shutdown retries
+// what remains"): at quiescence, every endpoint whose shutdown returned
+// labels is shut down once more, since calls may have ended since, and the
+// run goes on to quiescence again. It reports whether it asked any.
+func (r *run) retryShutdowns() bool {
+	asked := false
+	for _, ep := range r.eps {
+		if ep.Backend == nil || !ep.Down || len(ep.Labels) == 0 || ep.Retried {
+			continue
+		}
+		ep.Retried, ep.Down, asked = true, false, true
+		ep.Shutdown(nil)
+	}
+	return asked
+}

@@ -26,13 +26,15 @@ func (r *run) runToIdle() (err error) {
 		}
 	}()
 	start := r.s.Steps()
-	for r.s.Step() {
-		r.afterStep()
-		if err := r.s.Flood(); err != nil {
-			return err
-		}
-		if r.s.Steps()-start >= r.maxSteps {
-			return &StepCapError{What: "the run", Steps: r.maxSteps, At: r.s.Now(), Last: r.s.LastLabel()}
+	for more := true; more; more = r.retryShutdowns() {
+		for r.s.Step() {
+			r.afterStep()
+			if err := r.s.Flood(); err != nil {
+				return err
+			}
+			if r.s.Steps()-start >= r.maxSteps {
+				return &StepCapError{What: "the run", Steps: r.maxSteps, At: r.s.Now(), Last: r.s.LastLabel()}
+			}
 		}
 	}
 	if err := r.s.Flood(); err != nil {

@@ -104,6 +104,7 @@ type shutState struct {
 	askedAt      time.Duration
 	drainDone    bool
 	driverShut   bool // the driver's Shutdown was called in this round
+	everShut     bool // ... in any round (the drain deadline is the first round's)
 	driverLabels []string
 	late         bool // the deadline passed without a driver shutdown (reported)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/storesim/storesim/backend"
 	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/monitor"
 	"github.com/storesim/storesim/drivers/rules"
 )
 
@@ -42,11 +43,15 @@ func (m *Model) driverShutdown() {
 			m.now(), m.shut.askedAt+m.bcfg.DrainTimeout))
 	}
 	for _, b := range m.bindings {
-		if b.live && !b.tried && !m.busy(b.handle) {
+		switch {
+		case !b.live || b.tried:
+		case !m.busy(b.handle):
 			m.fail(rules.BShut, nil, 0, "unclosed-"+b.region.Label, fmt.Sprintf("the driver was shut down, but the binding of region %q, which no unfinished call names, was never closed first", b.region.Label))
+		case !m.busyNow(b.handle):
+			m.fail(rules.BShut, nil, 0, "unclosed-"+b.region.Label, fmt.Sprintf("the driver was shut down, but the binding of region %q was never closed first: every call naming it had ENDED by the driver's answer, which the backend never read (a shutdown reads its calls before it closes: their last callbacks may not have run, D-DRAIN-2)", b.region.Label))
 		}
 	}
-	m.shut.driverShut = true
+	m.shut.driverShut, m.shut.everShut = true, true
 }
 
 func (m *Model) driverShutdownReturned(labels []string) { m.shut.driverLabels = slices.Clone(labels) }
@@ -61,6 +66,33 @@ func (m *Model) busy(h drivers.Handle) bool {
 			if r.Handle == h {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// busyNow: a call names the handle that is not ENDED by the driver's own
+// answer now — read without being observed ([monitor.AccessPeeker]), the
+// answer the backend's shutdown gets when it reads its calls before it
+// closes bindings. A call stuck UNPROVABLE for good, or one that cannot be
+// peeked, counts as busy.
+func (m *Model) busyNow(h drivers.Handle) bool {
+	for _, c := range m.calls {
+		if c.acc == drivers.AccessEnded || !names(c.rows, h) {
+			continue
+		}
+		p, ok := c.tap.c.(monitor.AccessPeeker)
+		if c.stuck || !ok || p.PeekAccess() != drivers.AccessEnded {
+			return true
+		}
+	}
+	return false
+}
+
+func names(rows []drivers.Row, h drivers.Handle) bool {
+	for _, r := range rows {
+		if r.Handle == h {
+			return true
 		}
 	}
 	return false

@@ -314,7 +314,7 @@ func (m *Model) afterStep(quiescent bool) {
 			}
 		}
 	}
-	if m.shut.asked && !m.shut.driverShut && !m.shut.late && m.now() > m.shut.askedAt+m.bcfg.DrainTimeout {
+	if m.shut.asked && !m.shut.everShut && !m.shut.late && m.now() > m.shut.askedAt+m.bcfg.DrainTimeout {
 		m.shut.late = true
 		m.fail(rules.BShut, nil, 0, "deadline", fmt.Sprintf("shutdown began at %v with a drain deadline of %v, and the driver was still not shut down at %v",
 			m.shut.askedAt, m.bcfg.DrainTimeout, m.now()))
