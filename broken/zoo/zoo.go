@@ -87,7 +87,7 @@ var Bugs = []Bug{
 	{Name: "cancel_proves_end", Breaks: rules.BCancel, What: "a forwarded cancel is taken as proof that the call's access ended (D-CAN-2)",
 		Trips: []rules.ID{rules.SNoLateAccess, rules.SRelease, rules.SLin, rules.BAccess, rules.BBound}},
 	{Name: "fold_stops_listening", Breaks: rules.BAccess, What: "a call is no longer observed once its results are folded, so later access evidence is lost",
-		Trips: []rules.ID{rules.LiveHang}},
+		Trips: []rules.ID{rules.LiveHang, rules.BShut}},
 	{Name: "dropped_still_queued", Breaks: rules.BCancel, What: "dropped batches are marked dropped but left in the dispatch queue, so they still run",
 		Trips: []rules.ID{rules.BSubmit, rules.SRelease, rules.SNoLateAccess, rules.SLin, rules.BCut, rules.BAccess, rules.BCancel, rules.BBound}},
 	{Name: "cancel_no_settle", Breaks: rules.BCancel, What: "cancel commits Cancelled but does not re-derive access: a cancelled queued attempt stays PENDING",
