@@ -72,7 +72,7 @@ func (m *Model) Admitted(av AttemptView, err error) {
 	switch {
 	case err != nil && why == "" && !noRoom && !a.expectFail:
 		m.dequeue(a)
-		m.fail(rules.BProgress, nil, 0, fmt.Sprintf("refused/%d", len(m.found)), fmt.Sprintf(
+		m.fail(rules.BSubmit, nil, 0, fmt.Sprintf("refused/%d", len(m.found)), fmt.Sprintf(
 			"a %v view of %d rows was refused (%v) although the backend is open, the view is well formed and every bound has room (%s)",
 			a.dir, a.nrows, err, m.gauges()))
 		return

@@ -327,7 +327,7 @@ func TestModel(t *testing.T) {
 		{"refused with room", func(w *world) {
 			w.admit(drivers.Fetch, w.view("a"))
 			w.m.Admitted(nil, backend.ErrOverCapacity)
-		}, rules.BProgress},
+		}, rules.BSubmit},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWorld(t, true, 1)
