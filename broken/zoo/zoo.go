@@ -182,6 +182,9 @@ var Bugs = []Bug{
 	// Modelled on batch existence answers of the wrong shape read as "not present".
 	{Name: "lookup_short_as_absent", Breaks: rules.BFetch, What: "a lookup that answers fewer bools than keys, without an error, is accepted and the missing keys read as absent",
 		Trips: []rules.ID{rules.BFetch, rules.BAccess, rules.BBound, rules.BModel, rules.BPublish, rules.BCut}},
+	// Modelled on a length check that guards only the index it reads: extra answers are taken as harmless.
+	{Name: "lookup_long_accepted", Breaks: rules.BFetch, What: "a lookup that answers more bools than keys, without an error, is accepted: the keys are read from the first answers",
+		Trips: []rules.ID{rules.BFetch, rules.BPublish}},
 	{Name: "bindings_dropped", Breaks: rules.BShut, What: "earlier bindings are forgotten when a later registration fails",
 		Trips: []rules.ID{rules.BShut}},
 	{Name: "submit_error_no_escape", Breaks: rules.DSub2, What: "a Submit error that is not a sentinel is taken as \"nothing escaped\"",

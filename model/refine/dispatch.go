@@ -103,6 +103,24 @@ func keysAre(keys []string, rows []drivers.Row) bool {
 	return true
 }
 
+// foldRule is the folding rule of a direction (B-FETCH or B-PUBLISH).
+func foldRule(dir drivers.Direction) rules.ID {
+	if dir == drivers.Publish {
+		return rules.BPublish
+	}
+	return rules.BFetch
+}
+
+// keysIn: every row's key is one of batch's rows' keys.
+func keysIn(rows, batch []drivers.Row) bool {
+	for _, r := range rows {
+		if !slices.ContainsFunc(batch, func(b drivers.Row) bool { return b.Key == r.Key }) {
+			return false
+		}
+	}
+	return true
+}
+
 func keysOf(rows []drivers.Row) []string {
 	out := make([]string, len(rows))
 	for i, r := range rows {
@@ -121,6 +139,7 @@ func (m *Model) lookedUp(keys []string, present []bool, err error) {
 		m.answerRecheck(c, keys, present, err)
 		return
 	}
+	m.lookFailed = nil
 	b := m.head()
 	switch {
 	case b == nil:
@@ -134,7 +153,7 @@ func (m *Model) lookedUp(keys []string, present []bool, err error) {
 	m.touch(b.a)
 	b.phase = waiting
 	if err != nil {
-		b.phase = dropped
+		b.phase, m.lookFailed = dropped, b
 		if keysAre(keys, b.rows) {
 			b.lookupErr = err // formatted from the batch's own rows, if ever
 			b.a.failCause = (*lookupCause)(b)
@@ -200,10 +219,21 @@ func (m *Model) completeLookupOnly(b *batch) {
 
 func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.Call, err error) *call {
 	var b *batch
-	if p := m.pending; p != nil && (dir != p.a.dir || restLen(p) == 0) {
+	afterFailed := false // b is the batch whose lookup failed
+	if f := m.lookFailed; f != nil {
+		m.lookFailed = nil
+		if dir == f.a.dir && len(rows) > 0 && keysIn(rows, f.rows) {
+			// The failed batch's own call: the fold ignored the failure.
+			m.fail(foldRule(dir), f.a, 0, "submit-after-failed-lookup", fmt.Sprintf("%s: the attempt must fail and send nothing more, but a %v call of %q followed", f.a.failCause, dir, keysOf(rows)))
+			b, afterFailed = f, true
+		}
+	}
+	if p := m.pending; b == nil && p != nil && (dir != p.a.dir || restLen(p) == 0) {
 		m.settleLookup() // that lookup needed no call; this one is the next batch's
 	}
-	if p := m.pending; p != nil {
+	if afterFailed {
+		// its rows are judged by the fold rule above, not as a cut
+	} else if p := m.pending; p != nil {
 		m.pending = nil
 		b = p
 	} else if h := m.head(); h != nil {
@@ -222,7 +252,7 @@ func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.
 	}
 	a := b.a
 	m.touch(a)
-	if dir != a.dir || !isRest(rows, b) {
+	if !afterFailed && (dir != a.dir || !isRest(rows, b)) {
 		m.fail(rules.BCut, a, 0, "submit-rows", fmt.Sprintf("a %v call of %q, but the batch's rows that need the store are %v %q",
 			dir, keysOf(rows), a.dir, keysOf(rest(b))))
 	}

@@ -61,7 +61,11 @@ type Model struct {
 	calls     []*call  // every call submitted, in order
 
 	pending *batch // looked up first; its follow-up Submit may still come
-	recheck *call  // a publish call whose declined rows must be looked up next
+	// lookFailed is the batch whose lookup just failed, until the next
+	// lookup or Submit: a Submit of its rows then is a fold that ignored
+	// the failure (B-FETCH, B-PUBLISH), not a cut (B-CUT).
+	lookFailed *batch
+	recheck    *call // a publish call whose declined rows must be looked up next
 
 	shut shutState
 

@@ -89,7 +89,7 @@ func (m *Model) judge(a *attempt) {
 		case a.cancelAsk:
 			m.fail(rules.BCancel, a, 0, "cancel-commit", "a cancel of a Pending attempt must commit Cancelled, but it is still Pending")
 		case a.failCause != nil:
-			m.fail(rules.BModel, a, 0, "should-fail", fmt.Sprintf("it must be Failed (%s), but it is still Pending", a.failCause))
+			m.fail(foldRule(a.dir), a, 0, "should-fail", fmt.Sprintf("it must be Failed (%s), but it is still Pending", a.failCause))
 		case allComplete(a):
 			m.fail(rules.BModel, a, 0, "should-deliver", fmt.Sprintf("every batch has its results, so it must be Delivered(%s), but it is still Pending", positions(a.served)))
 		}
