@@ -114,7 +114,7 @@ var Bugs = []Bug{
 	{Name: "nocut_max", Breaks: rules.BCut, What: "no cut at MaxRowsPerOp",
 		Trips: []rules.ID{rules.BCut, rules.BBound}},
 	{Name: "lookup_outage_as_miss", Breaks: rules.BFetch, What: "a look-up outage is read as \"every key absent\"",
-		Trips: []rules.ID{rules.BFetch, rules.BCut, rules.BAccess, rules.BProgress, rules.BModel}},
+		Trips: []rules.ID{rules.BFetch, rules.BPublish, rules.BCut, rules.BAccess, rules.BProgress, rules.BModel}},
 	{Name: "fault_as_miss", Breaks: rules.BFetch, What: "a FAULT row is folded as a miss, so the attempt is Delivered partially",
 		Trips: []rules.ID{rules.BFetch, rules.BPublish, rules.BModel}},
 	{Name: "raced_declined_swapped", Breaks: rules.BPublish, What: "after a declined publish, present and absent are swapped (raced vs declined)",
