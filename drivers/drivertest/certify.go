@@ -197,7 +197,7 @@ func (c *certifier) run() {
 		c.swarm.Note = why
 		return
 	}
-	for _, p := range swarmProfiles {
+	for _, p := range c.profiles() {
 		c.swarmProfile(p, nil)
 	}
 }

@@ -547,6 +547,52 @@ func newFlaky(env drivertest.Env) drivers.Driver {
 	return f
 }
 
+// capped: a cache with room for capRoom objects that evicts its oldest
+// whenever a put goes over capacity — its own evictions, in the suite's
+// store (TestOwnEvictionsCertified; declared Evicting, as it must be).
+type capped struct {
+	*core
+	order []string
+}
+
+const capRoom = 5
+
+func newCapped(env drivertest.Env) drivers.Driver {
+	return &capped{core: newCore(env, "capped", allCaps)}
+}
+
+func (d *capped) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	x, err := d.accept(b, onChange)
+	if err != nil {
+		return nil, err
+	}
+	d.after(x, d.delay(1*time.Microsecond, 10*time.Microsecond), "row", func() { d.row(x) })
+	return x, nil
+}
+
+func (d *capped) row(x *xcall) {
+	if x.stopIfCancelled() {
+		return
+	}
+	i := x.next
+	held := d.store.Has(x.rows[i].Key)
+	if x.res[i] = x.move(i); x.dir == drivers.Publish && x.res[i] == drivers.OK && !held {
+		d.order = append(d.order, x.rows[i].Key)
+		for len(d.order) > capRoom {
+			d.store.Evict(d.order[0])
+			d.order = d.order[1:]
+		}
+	}
+	if x.next++; x.next == len(x.rows) {
+		x.acc = drivers.AccessEnded
+	} else {
+		d.after(x, d.delay(1*time.Microsecond, 10*time.Microsecond), "row", func() { d.row(x) })
+	}
+	d.changed(x)
+}
+
 // staging: a PUBLISH copies every slot into a private staging buffer in
 // one event and ends access right there, then stores the rows one by one
 // later (rows final after access); a FETCH reads the store into staging

@@ -122,7 +122,7 @@ func (w *world) present(a *arena.Arena, h drivers.Handle, n int) []string {
 		for range 4 {
 			var todo []string
 			for _, k := range keys {
-				if p, known := w.truth(k); !p || !known {
+				if !w.presentNow(k) {
 					todo = append(todo, k)
 				}
 			}
@@ -145,7 +145,7 @@ func (w *world) present(a *arena.Arena, h drivers.Handle, n int) []string {
 	}
 	var out []string
 	for _, k := range all {
-		if p, known := w.truth(k); p && known {
+		if w.presentNow(k) {
 			out = append(out, k)
 		}
 	}

@@ -180,7 +180,7 @@ func (c *certifier) testSwarm(t *testing.T) {
 		c.swarm.Note = why
 		t.Skip(why)
 	}
-	for _, p := range swarmProfiles {
+	for _, p := range c.profiles() {
 		if only := c.opts.Only; only.Case != "" && only.Case != string(p) {
 			continue
 		}

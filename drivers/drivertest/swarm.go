@@ -25,12 +25,26 @@ const maxSwarmFailures = 3
 // swarm fault mix on a durable store, and on an evicting one.
 var swarmProfiles = []engine.Profile{engine.Default, engine.Evicting}
 
+// profiles are the swarm profiles this harness runs: on a store that may
+// evict (Harness.Evicting) only the evicting one, whose histories are
+// judged against the evicting store model — the default profile puts most
+// seeds on a durable store, where an eviction the driver itself makes
+// would read as a lost key.
+func (c *certifier) profiles() []engine.Profile {
+	if c.h.Evicting {
+		return []engine.Profile{engine.Evicting}
+	}
+	return swarmProfiles
+}
+
 // skipSwarm says why the backend-driven swarm does not run ("" when it
 // does).
 func (c *certifier) skipSwarm() string {
 	switch {
 	case c.h.RealTime:
 		return "not run: the backend-driven swarm needs a simulated driver (the real-time cases ran instead)"
+	case c.h.ExternalStore:
+		return "not run: the driver uses a store of its own (Harness.ExternalStore), and the backend-driven runs take their simulated store for the truth"
 	case len(c.opts.Rules) > 0:
 		return "not run: only selected rules"
 	case c.unreachable != "":
@@ -55,7 +69,7 @@ func (c *certifier) skipSwarm() string {
 // attributed to the rule group its rule belongs to; a run that timed out
 // (porcupine Unknown) or could not be set up is a gap.
 func (c *certifier) swarmProfile(p engine.Profile, only *uint64) {
-	if c.skipSwarm() != "" {
+	if c.skipSwarm() != "" || !slices.Contains(c.profiles(), p) {
 		return
 	}
 	if c.swarm.Profiles == nil {
@@ -64,7 +78,7 @@ func (c *certifier) swarmProfile(p engine.Profile, only *uint64) {
 	c.swarm.Profiles = append(c.swarm.Profiles, string(p))
 	factory := func(_ string, env registry.Env) (drivers.Driver, error) { return safeNew(c.h, env) }
 	failed := 0
-	runs := c.opts.Swarm
+	runs := c.opts.Swarm * len(swarmProfiles) / len(c.profiles()) // as many runs in all when a profile is left out
 	if only != nil {
 		runs = 1
 	}

@@ -54,7 +54,9 @@ func (w *world) truthLocked(key string) (present, known bool) {
 		return false, false
 	}
 	if w.store != nil {
-		return w.store.Has(key), !w.store.Evicting()
+		// On a store that may evict (the simulated one, or a driver that
+		// says it evicts: Harness.Evicting) absent now proves nothing.
+		return w.store.Has(key), !w.mayEvict()
 	}
 	switch {
 	case w.unknown[key]:
@@ -66,6 +68,19 @@ func (w *world) truthLocked(key string) (present, known bool) {
 		return true, !w.c.h.Evicting
 	}
 	return false, false
+}
+
+// presentNow: the store holds key at this moment, as far as the suite
+// knows — on the simulated store even one that may evict (it may drop the
+// key later, which truth allows for), elsewhere only when truth knows it.
+func (w *world) presentNow(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.store != nil && w.pubOpen[key] == 0 && !w.tainted[key] {
+		return w.store.Has(key)
+	}
+	p, known := w.truthLocked(key)
+	return p && known
 }
 
 // object is the content the store holds under key, when known.
