@@ -200,6 +200,22 @@ var Bugs = []Bug{
 	// Modelled on teardown code that trusts its cached state: the calls whose last callbacks have not run yet still look busy.
 	{Name: "no_refresh_before_close", Breaks: rules.BShut, What: "shutdown closes bindings without reading the calls first (D-DRAIN-2: their last callbacks may not have run), so a region whose calls all ended stays bound and is reported retained",
 		Trips: []rules.ID{rules.BShut}},
+	// Modelled on error paths that assume earlier progress: the rollback of a failed registration reads the last binding.
+	{Name: "new_panics_first_refusal", Breaks: rules.BSubmit, What: "when the first region's registration is refused, New reads the last binding, which does not exist, and panics",
+		Trips: []rules.ID{rules.BSubmit}},
+	// Found by an audit against unseen backend bugs (issue "See every backend bug"), each a plausible slip:
+	{Name: "unregistered_refused", Breaks: rules.BSubmit, What: "a view with a row outside any live registration is refused as invalid instead of admitted and Failed at once",
+		Trips: []rules.ID{rules.BSubmit}},
+	{Name: "unregistered_after_room", Breaks: rules.BSubmit, What: "room is checked before the rows' registration, so a view with an unregistered row is refused when the backend is full instead of Failed at once",
+		Trips: []rules.ID{rules.BSubmit}},
+	{Name: "cancel_folded_calls", Breaks: rules.BCancel, What: "a stopped attempt's calls whose results are all final (access still PENDING) are cancelled too",
+		Trips: []rules.ID{rules.BCancel}},
+	{Name: "drain_poll_not_on_callback", Breaks: rules.BShut, What: "a change callback during shutdown no longer polls Drain, so every shutdown waits out the drain deadline",
+		Trips: []rules.ID{rules.BShut}},
+	{Name: "register_continues", Breaks: rules.BModel, What: "registration goes on after a region is refused instead of stopping at the first failure",
+		Trips: []rules.ID{rules.BModel}},
+	{Name: "shutdown_range_open", Breaks: rules.BShut, What: "shutdown cancels the Pending attempts from a list it changes while iterating, so some are never cancelled",
+		Trips: []rules.ID{rules.BShut}},
 	// Modelled on a once-only flag lost in a refactor: every cancel of an attempt cancels its running calls again.
 	{Name: "cancel_flag_not_set", Breaks: rules.BCancel, What: "a running call is never marked cancelled, so a later cancel of its attempt (after it failed, or cancelled twice) forwards another Cancel",
 		Trips: []rules.ID{rules.BCancel}},

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 
 	"github.com/storesim/storesim/backend"
 	"github.com/storesim/storesim/drivers"
@@ -277,7 +278,19 @@ func (ep *Endpoint) Register() error {
 			then(a)
 		}
 	}
-	ep.Backend, ep.RegErr = backend.New(ep.opts.RT, d, ep.Regions, cfg)
+	var crash *panicError
+	func() {
+		defer func() {
+			if p := recover(); p != nil { // the backend's bug: the seed fails (B-SUBMIT), the swarm goes on
+				crash = &panicError{value: p, where: panicSite(string(debug.Stack()))}
+			}
+		}()
+		ep.Backend, ep.RegErr = backend.New(ep.opts.RT, d, ep.Regions, cfg)
+	}()
+	if crash != nil {
+		ep.Backend = nil
+		return &EndpointError{ErrBackend, crash}
+	}
 	if ep.Backend == nil {
 		return &EndpointError{ErrBackend, ep.RegErr}
 	}

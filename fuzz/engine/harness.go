@@ -213,7 +213,14 @@ func play(log *workload.Log, cfg Config) *Result {
 		r.maxSteps = defaultMaxSteps(len(log.Ops))
 	}
 	if err := r.setup(); err != nil {
-		r.res.Verdict, r.res.Err = HarnessError, err
+		var crash *panicError
+		if !errors.As(err, &crash) {
+			r.res.Verdict, r.res.Err = HarnessError, err
+			return r.res
+		}
+		// backend.New panicked: judged as a run stopped by a backend panic.
+		r.res.TraceHash, r.res.Steps, r.res.End = r.s.TraceHash(), r.s.Steps(), r.s.Now()
+		r.judge(crash)
 		return r.res
 	}
 	r.schedule()

@@ -70,7 +70,13 @@ func (m *Model) Admitted(av AttemptView, err error) {
 		m.count.Attempts++
 	}
 	switch {
-	case err != nil && why == "" && !noRoom && !a.expectFail:
+	case err != nil && why == "" && a.expectFail:
+		m.dequeue(a)
+		m.fail(rules.BSubmit, nil, 0, fmt.Sprintf("refused-outside/%d", len(m.found)), fmt.Sprintf(
+			"a %v view with a row outside any live registration was refused (%v); it must be admitted and Failed at once, taking no capacity (%s)",
+			a.dir, err, m.gauges()))
+		return
+	case err != nil && why == "" && !noRoom:
 		m.dequeue(a)
 		m.fail(rules.BSubmit, nil, 0, fmt.Sprintf("refused/%d", len(m.found)), fmt.Sprintf(
 			"a %v view of %d rows was refused (%v) although the backend is open, the view is well formed and every bound has room (%s)",

@@ -309,6 +309,7 @@ func nothingEscaped(err error) bool {
 // readResults is a Results read by the backend.
 func (m *Model) readResults(c *call, res []drivers.Status) {
 	m.settleLookup()
+	m.readDuringDrain()
 	a := c.b.a
 	m.touch(a)
 	if c.stuck {
@@ -404,6 +405,7 @@ func (m *Model) answerRecheck(c *call, keys []string, present []bool, err error)
 // readAccess is an Access read by the backend: legal changes only (D-ACCESS).
 func (m *Model) readAccess(c *call, acc drivers.Access) {
 	m.settleLookup()
+	m.readDuringDrain()
 	m.touch(c.b.a)
 	if c.stuck || c.acc == acc || !c.acc.CanBecome(acc) {
 		return // a stuck call stays UNPROVABLE whatever the driver says later
@@ -415,8 +417,18 @@ func (m *Model) readAccess(c *call, acc drivers.Access) {
 }
 
 func (m *Model) drained(st drivers.DrainStatus) {
+	m.shut.readSincePoll = false
 	if m.shut.asked && st.Done {
 		m.shut.drainDone = true
+	}
+}
+
+// readDuringDrain notes a read of a call while the shutdown drains: the
+// backend polls Drain from every change callback (SPEC §3), so a Drain
+// must follow in the same step (checked in afterStep).
+func (m *Model) readDuringDrain() {
+	if m.shut.asked && !m.shut.everShut && !m.shut.drainDone {
+		m.shut.readSincePoll = true
 	}
 }
 

@@ -109,6 +109,9 @@ type shutState struct {
 	drainDone    bool
 	driverShut   bool // the driver's Shutdown was called in this round
 	everShut     bool // ... in any round (the drain deadline is the first round's)
+	// readSincePoll: in this step the backend read a call while draining,
+	// and has not asked Drain since.
+	readSincePoll bool
 	driverLabels []string
 	late         bool // the deadline passed without a driver shutdown (reported)
 }
@@ -359,6 +362,9 @@ func (m *Model) checkRecheck() {
 // ---- registration
 
 func (m *Model) registered(regions []drivers.Region, hs []drivers.Handle, err error, together bool) {
+	if m.regFailed && !together && len(regions) > 0 {
+		m.fail(rules.BModel, nil, 0, "register-after-failure", fmt.Sprintf("region %q was registered after a registration had failed: the backend registers one by one and stops at the first failure", regions[0].Label))
+	}
 	n := 0
 	if err == nil || together {
 		n = min(len(hs), len(regions))

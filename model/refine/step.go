@@ -86,6 +86,8 @@ func (m *Model) judge(a *attempt) {
 	o := backend.Outcome{State: st}
 	if o.State == backend.Pending {
 		switch {
+		case a.cancelAsk && a.why&whyCancel == 0:
+			m.fail(rules.BShut, a, 0, "cancel-commit", "a shutdown must commit Cancelled on every Pending attempt, but it is still Pending")
 		case a.cancelAsk:
 			m.fail(rules.BCancel, a, 0, "cancel-commit", "a cancel of a Pending attempt must commit Cancelled, but it is still Pending")
 		case a.failCause != nil:
@@ -312,6 +314,12 @@ func (m *Model) afterStep(quiescent bool) {
 			if a.touched && !a.done {
 				m.judgeNow(a)
 			}
+		}
+	}
+	if m.shut.readSincePoll {
+		m.shut.readSincePoll = false
+		if !m.shut.everShut && !m.shut.drainDone {
+			m.fail(rules.BShut, nil, 0, "drain-not-polled", fmt.Sprintf("at %v the backend read a call that changed while its shutdown drained, but did not ask Drain again (it polls Drain from every change callback, so the drain ends when the driver is done, not at the deadline)", m.now()))
 		}
 	}
 	if m.shut.asked && !m.shut.everShut && !m.shut.late && m.now() > m.shut.askedAt+m.bcfg.DrainTimeout {

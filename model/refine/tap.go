@@ -143,10 +143,24 @@ func (c *callTap) Access() drivers.Access {
 
 func (c *callTap) Cancel() drivers.CancelResult {
 	mc := c.mc
+	if !mc.stuck && (mc.folded || mc.acc.Evidenced()) {
+		c.m.guard(func() {
+			c.m.fail(rules.BCancel, mc.b.a, mc.id, "cancel-finished", fmt.Sprintf("call %d got a Cancel after the backend had read it finished (%s): only a running call, results not all final and access PENDING, is cancelled", mc.id, finishedHow(mc)))
+		})
+	}
 	if mc.cancels++; mc.cancels == 2 {
 		c.m.guard(func() {
 			c.m.fail(rules.BCancel, mc.b.a, mc.id, "cancel-twice", fmt.Sprintf("call %d got a second Cancel: a running call gets one", mc.id))
 		})
 	}
 	return c.c.Cancel()
+}
+
+// finishedHow says what the backend had read of a call that is no longer
+// running.
+func finishedHow(c *call) string {
+	if c.folded {
+		return "every result final"
+	}
+	return "access " + c.acc.String()
 }
