@@ -104,16 +104,16 @@ type binding struct {
 }
 
 type shutState struct {
-	asked        bool
-	askedAt      time.Duration
-	drainDone    bool
-	driverShut   bool // the driver's Shutdown was called in this round
-	everShut     bool // ... in any round (the drain deadline is the first round's)
+	asked      bool
+	askedAt    time.Duration
+	drainDone  bool
+	driverShut bool // the driver's Shutdown was called in this round
+	everShut   bool // ... in any round (the drain deadline is the first round's)
 	// readSincePoll: in this step the backend read a call while draining,
 	// and has not asked Drain since.
 	readSincePoll bool
-	driverLabels []string
-	late         bool // the deadline passed without a driver shutdown (reported)
+	driverLabels  []string
+	late          bool // the deadline passed without a driver shutdown (reported)
 }
 
 type attempt struct {
