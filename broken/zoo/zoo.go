@@ -214,6 +214,8 @@ var Bugs = []Bug{
 		Trips: []rules.ID{rules.BShut}},
 	{Name: "register_continues", Breaks: rules.BModel, What: "registration goes on after a region is refused instead of stopping at the first failure",
 		Trips: []rules.ID{rules.BModel}},
+	{Name: "shutdown_ctx_not_cancelled", Breaks: rules.BShut, What: "after the drain deadline the driver is shut down with a live context, so it may go on waiting",
+		Trips: []rules.ID{rules.BShut}},
 	{Name: "shutdown_range_open", Breaks: rules.BShut, What: "shutdown cancels the Pending attempts from a list it changes while iterating, so some are never cancelled",
 		Trips: []rules.ID{rules.BShut}},
 	// Modelled on a once-only flag lost in a refactor: every cancel of an attempt cancels its running calls again.

@@ -409,6 +409,9 @@ func (m *Model) unregistered(hs []drivers.Handle, err error) {
 			continue
 		}
 		b.tried = b.tried || m.shut.asked
+		if b.live && m.busy(h) {
+			m.fail(rules.BShut, nil, 0, "closed-busy-"+b.region.Label, fmt.Sprintf("the binding of region %q was closed while a call the backend had not read ENDED names it (only a binding no unfinished call names is closed)", b.region.Label))
+		}
 		switch {
 		case err == nil, errors.Is(err, drivers.ErrStaleHandle):
 			b.live = false

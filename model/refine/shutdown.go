@@ -1,6 +1,7 @@
 package refine
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -31,8 +32,10 @@ func (m *Model) ShutdownAsked() {
 	}
 }
 
-// driverShutdown judges the moment the backend shuts the driver down.
-func (m *Model) driverShutdown() {
+// driverShutdown judges the moment the backend shuts the driver down, and
+// its context: once the drain did not finish by its deadline, or in a
+// retry, the driver must not wait any longer (SPEC §3, B-SHUT).
+func (m *Model) driverShutdown(ctx context.Context) {
 	m.event()
 	if !m.shut.asked {
 		m.fail(rules.BShut, nil, 0, "driver-shut-unasked", "the backend shut its driver down although nobody shut the backend down")
@@ -41,6 +44,9 @@ func (m *Model) driverShutdown() {
 	if !m.shut.driverShut && !m.shut.drainDone && m.now() < m.shut.askedAt+m.bcfg.DrainTimeout {
 		m.fail(rules.BShut, nil, 0, "no-drain", fmt.Sprintf("the driver was shut down at %v, before its drain was done and before the drain deadline (%v)",
 			m.now(), m.shut.askedAt+m.bcfg.DrainTimeout))
+	}
+	if ctx.Err() == nil && !m.shut.drainDone && (m.shut.everShut || m.now() >= m.shut.askedAt+m.bcfg.DrainTimeout) {
+		m.fail(rules.BShut, nil, 0, "shutdown-ctx", fmt.Sprintf("the driver was shut down at %v with a live context, though its drain was not done by the deadline (%v): the driver must not wait any longer", m.now(), m.shut.askedAt+m.bcfg.DrainTimeout))
 	}
 	for _, b := range m.bindings {
 		switch {

@@ -79,7 +79,7 @@ func (t *tap) Drain() drivers.DrainStatus {
 }
 
 func (t *tap) Shutdown(ctx context.Context) []string {
-	t.m.guard(func() { t.m.driverShutdown() })
+	t.m.guard(func() { t.m.driverShutdown(ctx) })
 	labels := t.d.Shutdown(ctx)
 	t.m.guard(func() { t.m.driverShutdownReturned(labels) })
 	return labels
