@@ -216,6 +216,12 @@ var Bugs = []Bug{
 		Trips: []rules.ID{rules.BModel}},
 	{Name: "shutdown_ctx_not_cancelled", Breaks: rules.BShut, What: "after the drain deadline the driver is shut down with a live context, so it may go on waiting",
 		Trips: []rules.ID{rules.BShut}},
+	{Name: "labels_unsorted", Breaks: rules.BShut, What: "the shutdown's labels are its own followed by the driver's, neither sorted nor deduplicated",
+		Trips: []rules.ID{rules.BShut}},
+	{Name: "waiters_not_cleared", Breaks: rules.BShut, What: "the shutdown's waiters are not cleared once told, so a retry runs every earlier done again",
+		Trips: []rules.ID{rules.BShut}},
+	{Name: "register_binds_on_error", Breaks: rules.BShut, What: "a refused Register's zero handle is bound anyway, and shutdown closes it",
+		Trips: []rules.ID{rules.BShut}},
 	{Name: "shutdown_range_open", Breaks: rules.BShut, What: "shutdown cancels the Pending attempts from a list it changes while iterating, so some are never cancelled",
 		Trips: []rules.ID{rules.BShut}},
 	// Modelled on a once-only flag lost in a refactor: every cancel of an attempt cancels its running calls again.

@@ -112,6 +112,7 @@ type shutState struct {
 	// readSincePoll: in this step the backend read a call while draining,
 	// and has not asked Drain since.
 	readSincePoll bool
+	asks, returns int // Shutdown calls, and done callbacks run
 	driverLabels  []string
 	late          bool // the deadline passed without a driver shutdown (reported)
 }
@@ -406,6 +407,7 @@ func (m *Model) unregistered(hs []drivers.Handle, err error) {
 	for _, h := range hs {
 		b := m.binding(h)
 		if b == nil {
+			m.fail(rules.BShut, nil, 0, fmt.Sprintf("unregister-unknown/%d", h), fmt.Sprintf("the backend closed handle %d, which no registration returned (a handle of a failed Register is no binding)", h))
 			continue
 		}
 		b.tried = b.tried || m.shut.asked

@@ -16,6 +16,7 @@ import (
 // closes admission and cancels every Pending attempt (B-SHUT).
 func (m *Model) ShutdownAsked() {
 	m.event()
+	m.shut.asks++
 	if m.shut.asked {
 		m.shut.driverShut = false // a retry shuts the driver down again
 		for _, b := range m.bindings {
@@ -109,6 +110,12 @@ func names(rows []drivers.Row, h drivers.Handle) bool {
 // every region in doubt, every call the backend does not know ENDED.
 func (m *Model) ShutdownReturned(labels []string) {
 	m.settleLookup()
+	if m.shut.returns++; m.shut.returns > m.shut.asks {
+		m.fail(rules.BShut, nil, 0, "done-twice", fmt.Sprintf("a shutdown's done ran %d times for %d Shutdown calls: each runs once", m.shut.returns, m.shut.asks))
+	}
+	if !slices.IsSorted(labels) || len(slices.Compact(slices.Clone(labels))) != len(labels) {
+		m.fail(rules.BShut, nil, 0, "labels-order", fmt.Sprintf("shutdown returned %q: the labels are the sorted union, without repeats", labels))
+	}
 	if !m.shut.driverShut {
 		m.fail(rules.BShut, nil, 0, "early-labels", fmt.Sprintf("shutdown returned %q before the driver was shut down", labels))
 		return
