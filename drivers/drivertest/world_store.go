@@ -100,12 +100,15 @@ func (w *world) object(key string) ([]byte, bool) {
 // ended updates what is known of the store after a call's access ENDED and
 // its rows became final.
 func (w *world) ended(ct *callT, res []drivers.Status) {
-	w.open(ct.b, -1)
+	// One critical section: between the keys leaving flight and what is
+	// known of them changing, a reader (a case, the monitor's truth on a
+	// driver goroutine) would see a published key still known absent.
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.openLocked(ct.b, -1)
 	if ct.b.Dir != drivers.Publish {
 		return
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	for i, r := range ct.b.Rows {
 		if w.store != nil {
 			continue
@@ -137,6 +140,10 @@ func (w *world) ended(ct *callT, res []drivers.Status) {
 func (w *world) open(b drivers.RowBatch, delta int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.openLocked(b, delta)
+}
+
+func (w *world) openLocked(b drivers.RowBatch, delta int) {
 	for _, r := range b.Rows {
 		mine, other := w.fetchOpen, w.pubOpen
 		if b.Dir == drivers.Publish {
