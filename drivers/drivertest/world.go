@@ -59,6 +59,7 @@ type world struct {
 	kick        chan struct{}
 	lastKick    atomic.Int64 // runtime time of the last callback (real time)
 	reactQueued atomic.Bool
+	reacting    atomic.Int32 // react runs (real time: settle waits for it)
 	touches     atomic.Int64
 
 	sh *arena.Shared // the arenas' memory (Harness.SharedMemory), or nil: Go heap
@@ -457,6 +458,8 @@ func (w *world) poke() {
 // became ENDED (publish truth, the case's onEnded hook) and re-polls a
 // drain in progress, as a backend would.
 func (w *world) react() {
+	w.reacting.Add(1) // before the queued flag drops: never both clear while it runs
+	defer w.reacting.Add(-1)
 	w.reactQueued.Store(false)
 	w.mu.Lock()
 	calls := append([]*callT(nil), w.calls...)

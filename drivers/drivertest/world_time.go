@@ -144,7 +144,7 @@ func (w *world) settle() bool {
 	// answer still to come), so the wait is for both.
 	w.lastKick.Store(int64(w.rt.Now()))
 	w.until(func() bool {
-		return (w.allEvidenced() && w.allFinal() && !w.reactQueued.Load()) || w.rt.Now()-time.Duration(w.lastKick.Load()) > quietFor
+		return (w.allEvidenced() && w.allFinal() && !w.reactQueued.Load() && w.reacting.Load() == 0) || w.rt.Now()-time.Duration(w.lastKick.Load()) > quietFor
 	})
 	return w.allEvidenced()
 }
