@@ -1,8 +1,10 @@
 package drivertest
 
 import (
+	"slices"
 	"time"
 
+	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/fuzz/engine"
 )
 
@@ -187,4 +189,74 @@ func (w *world) allEvidenced() bool {
 		}
 	}
 	return true
+}
+
+// The driver's callbacks and the world's reaction to them, which settle
+// waits for.
+
+// onChange is what the driver calls back: record and wake, never re-enter
+// the driver (D-CB-4); the reaction runs later on the runtime.
+func (ct *callT) onChange() {
+	ct.changes.Add(1)
+	ct.w.poke()
+}
+
+func (w *world) poke() {
+	w.lastKick.Store(int64(w.rt.Now()))
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+	if w.reactQueued.CompareAndSwap(false, true) {
+		w.rt.Post("drivertest react", w.react)
+	}
+}
+
+// react runs on the runtime after callbacks: it notices calls whose access
+// became ENDED (publish truth, the case's onEnded hook) and re-polls a
+// drain in progress, as a backend would.
+func (w *world) react() {
+	w.reacting.Add(1) // before the queued flag drops: never both clear while it runs
+	defer w.reacting.Add(-1)
+	w.reactQueued.Store(false)
+	w.mu.Lock()
+	calls := append([]*callT(nil), w.calls...)
+	onEnded, onReact, draining := w.onEnded, w.onReact, w.draining && !w.drainDone
+	w.mu.Unlock()
+	for _, ct := range calls {
+		if ct.closed {
+			continue
+		}
+		// Results first: the monitor then reports rows final (and the
+		// recorder reads FETCH slots) before anything reacts to ENDED.
+		res := ct.c.Results()
+		if !ct.ended {
+			if ct.c.Access() != drivers.AccessEnded {
+				continue
+			}
+			ct.ended = true
+			if onEnded != nil {
+				onEnded(ct)
+			}
+		}
+		// A call is over for the store only once every row is final too: a
+		// driver may end access before its rows are (a PUBLISH that staged
+		// its slots and stores them later), and until then its keys are in
+		// flight. A wrong number of results is final as it is (every row
+		// counts as FAULT).
+		if len(res) != len(ct.b.Rows) || !slices.ContainsFunc(res, func(s drivers.Status) bool { return !s.Final() }) {
+			ct.closed = true
+			w.ended(ct, res)
+		}
+	}
+	if draining {
+		if st := w.drain(); st.Done {
+			w.mu.Lock()
+			w.drainDone = true
+			w.mu.Unlock()
+		}
+	}
+	if onReact != nil {
+		onReact()
+	}
 }
