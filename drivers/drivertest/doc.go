@@ -163,5 +163,7 @@
 // the contract (conformdrivers_test.go: single worker, staging, one
 // direction only, inline, coalescing, one row, slow, a flaky transport)
 // must certify, and the flaky one with one lie planted must not
-// (TestUncontrolledLiesCaught).
+// (TestUncontrolledLiesCaught); so must a cache that evicts on its own when
+// it says so, and not when it claims to be durable
+// (TestOwnEvictionsCertified).
 package drivertest

@@ -66,13 +66,8 @@ func (m *Model) driverShutdownReturned(labels []string) { m.shut.driverLabels = 
 // busy: a call the backend does not know ENDED names the handle.
 func (m *Model) busy(h drivers.Handle) bool {
 	for _, c := range m.calls {
-		if c.acc == drivers.AccessEnded {
-			continue
-		}
-		for _, r := range c.rows {
-			if r.Handle == h {
-				return true
-			}
+		if c.acc != drivers.AccessEnded && names(c.rows, h) {
+			return true
 		}
 	}
 	return false
