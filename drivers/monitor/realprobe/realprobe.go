@@ -75,13 +75,63 @@ func LockProbeRecheck(bound, recheck time.Duration) func(read func()) monitor.Pr
 // Stopwatch returns a monitor.Options.CancelBound: it runs op on the calling
 // goroutine and reports whether it returned within bound. bound <= 0 means
 // DefaultBound.
+//
+// A loaded machine can deschedule the whole process for longer than the
+// bound, and a cancel that never waited for anything then overruns it. So
+// while op runs, a second goroutine ticks every millisecond and keeps the
+// longest gap it saw between two ticks: the stall. Time the process did not
+// run is nobody's blocking, and an overrun that the stall covers
+// (elapsed - stall <= bound) counts as returned. A cancel that blocks parks
+// its goroutine, and the ticker goes on ticking: its overrun stands.
 func Stopwatch(bound time.Duration) func(op func()) bool {
 	if bound <= 0 {
 		bound = DefaultBound
 	}
 	return func(op func()) bool {
+		m := startMeter()
 		start := time.Now()
 		op()
-		return time.Since(start) <= bound
+		elapsed := time.Since(start)
+		stall := m.stop()
+		return elapsed <= bound || elapsed-stall <= bound
 	}
+}
+
+// tick is the stall meter's period.
+const tick = time.Millisecond
+
+// meter measures how long the process went without running a goroutine that
+// wants to run every tick (a hiccup meter).
+type meter struct {
+	quit chan struct{}
+	done chan time.Duration
+	_    struct{}
+}
+
+func startMeter() *meter {
+	m := &meter{quit: make(chan struct{}), done: make(chan time.Duration, 1)}
+	go func() {
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		last, worst := time.Now(), time.Duration(0)
+		for {
+			select {
+			case <-m.quit:
+				// The gap still open when op returned counts too.
+				m.done <- max(worst, time.Since(last)-tick)
+				return
+			case <-t.C:
+				now := time.Now() // not the tick's time: a tick that waited in the channel hides the stall
+				worst = max(worst, now.Sub(last)-tick)
+				last = now
+			}
+		}
+	}()
+	return m
+}
+
+// stop ends the meter and returns the longest stall it saw.
+func (m *meter) stop() time.Duration {
+	close(m.quit)
+	return <-m.done
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -26,7 +27,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type goDriver struct {
 	underLock bool // bug: call back while holding mu (D-CB-4)
 	blocking  bool // bug: Cancel waits for the transfer (D-CAN-1)
-	work      time.Duration
+	// slowCancel: Cancel takes this long and then leaves the call to run
+	// (best effort): slow, but it waits for nothing of the transfer.
+	slowCancel time.Duration
+	work       time.Duration
 
 	mu     sync.Mutex
 	wg     sync.WaitGroup
@@ -134,6 +138,10 @@ func (c *goCall) Cancel() drivers.CancelResult {
 		return drivers.CancelAlreadyDone
 	}
 	c.d.mu.Unlock()
+	if c.d.slowCancel > 0 {
+		time.Sleep(c.d.slowCancel)
+		return drivers.CancelRequested
+	}
 	if c.d.blocking {
 		<-c.done
 		return drivers.CancelRequested
@@ -258,6 +266,52 @@ func TestProbesCatch(t *testing.T) {
 				t.Fatalf("want %s, got %v (repro: go test ./drivers/monitor/realprobe -run 'TestProbesCatch/%s')", tc.rule, vs, tc.name)
 			}
 		})
+	}
+}
+
+// TestSlowCancelNotBlocking: a cancel that overruns the stopwatch but
+// returns with the transfer still running did not wait for it — on a loaded
+// machine any cancel can overrun — so it is not D-CAN-1.
+func TestSlowCancelNotBlocking(t *testing.T) {
+	d := newGoDriver()
+	d.work = 2 * time.Second // far longer than the cancel: the transfer cannot end inside it
+	d.slowCancel = 40 * time.Millisecond
+	m := monitored(d, 10*time.Millisecond)
+	md := m.Driver()
+	h, _ := md.Register(drivers.Region{Label: "r", Slots: 1, SlotBytes: 8, Mem: make(drivers.Bytes, 8)})
+	c, err := md.Submit(drivers.RowBatch{Dir: drivers.Fetch, Rows: []drivers.Row{{Key: "k", Handle: h}}}, func() {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Cancel()
+	md.Shutdown(context.Background())
+	if vs := m.Finish(); hasRule(vs, rules.DCan1) {
+		t.Fatalf("a slow cancel that left the transfer running was called blocking: %v (repro: go test ./drivers/monitor/realprobe -run TestSlowCancelNotBlocking)", vs)
+	}
+}
+
+// TestStopwatchExcusesStalls: the whole process stopped (SIGSTOP, as a
+// loaded machine deschedules it) while the op ran is not the op blocking;
+// the op parked for as long, with the process running, is.
+func TestStopwatchExcusesStalls(t *testing.T) {
+	const repro = "(repro: go test ./drivers/monitor/realprobe -run TestStopwatchExcusesStalls)"
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	watch := realprobe.Stopwatch(100 * time.Millisecond)
+	run := func(script string) func() {
+		return func() {
+			if out, err := exec.Command("sh", "-c", script).CombinedOutput(); err != nil {
+				t.Errorf("sh -c %q: %v %s %s", script, err, out, repro)
+			}
+		}
+	}
+	// The child stops its parent (this test) for 400 ms, then resumes it.
+	if !watch(run("kill -STOP $PPID; sleep 0.4; kill -CONT $PPID")) {
+		t.Fatalf("a 400 ms stop of the whole process was called blocking %s", repro)
+	}
+	if watch(run("sleep 0.4")) {
+		t.Fatalf("an op that waited 400 ms with the process running was not called blocking %s", repro)
 	}
 }
 
