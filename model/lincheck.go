@@ -56,7 +56,8 @@ func (r CheckResult) String() string {
 
 // Check runs the S-LIN check: each row result is one operation on one key,
 // checked by porcupine against the store model sm, partitioned by key. A
-// timeout of 0 means none; a check that times out is Unknown.
+// timeout of 0 means none; a check that times out, and again on one
+// re-check of recheckFactor times as long, is Unknown.
 //
 // Before porcupine runs, a pre-pass drops what cannot change the verdict
 // (PERF-NOTES: never-returned operations blow the search up when a
@@ -124,6 +125,11 @@ func check(h History, sm StoreModel, timeout time.Duration, owned bool) CheckRes
 	res.Outcome = porcupine.Ok
 	if len(rest) > 0 {
 		res.Outcome = porcupine.CheckOperationsTimeout(m, rest, timeout)
+		if res.Outcome == porcupine.Unknown && timeout > 0 {
+			// A loaded machine slows the search, not the history: one
+			// re-check with recheckFactor times the time before Unknown.
+			res.Outcome = porcupine.CheckOperationsTimeout(m, rest, recheckFactor*timeout)
+		}
 	}
 	if res.Outcome == porcupine.Illegal {
 		// Find the failing keys (and keep the data for the report).
@@ -135,6 +141,11 @@ func check(h History, sm StoreModel, timeout time.Duration, owned bool) CheckRes
 	}
 	return res
 }
+
+// recheckFactor is how much longer the one re-check of a timed-out search
+// runs: the timeout is wall time, so a verdict of Unknown must not come from
+// a machine that was merely busy.
+const recheckFactor = 6
 
 // searchSteps bounds the model steps sequentialOK tries on one key:
 // searchBaseSteps plus searchStepsPerOp for each of its operations. Past
