@@ -36,14 +36,16 @@ type Config struct {
 	// capabilities asked for; the process declares its own, which are what
 	// the driver then declares.
 	Caps drivers.Capabilities
-	// ReplyTimeout bounds the wait for every answer (0: 2 s), and for the
+	// ReplyTimeout bounds the wait for every answer (0: 10 s), and for the
 	// process to read what is written to it. Running out is a Hung
-	// incident.
+	// incident, which refuses the driver: the default is far above what a
+	// loaded machine makes of a millisecond answer (a hung process costs
+	// it once — the driver then refuses new work).
 	ReplyTimeout time.Duration
 	// StartTimeout bounds the wait for the answer to hello (0: 10 s).
 	StartTimeout time.Duration
 	// ExitTimeout bounds the wait for the process to exit once its stdin
-	// closed after shutdown (0: 2 s); running out is a Hung incident.
+	// closed after shutdown (0: 10 s); running out is a Hung incident.
 	ExitTimeout time.Duration
 	// MaxLine is the longest line the process may write (0: 1 MiB).
 	MaxLine int
@@ -161,13 +163,13 @@ type waiter struct {
 
 func (c Config) withDefaults() Config {
 	if c.ReplyTimeout <= 0 {
-		c.ReplyTimeout = 2 * time.Second
+		c.ReplyTimeout = 10 * time.Second
 	}
 	if c.StartTimeout <= 0 {
 		c.StartTimeout = 10 * time.Second
 	}
 	if c.ExitTimeout <= 0 {
-		c.ExitTimeout = 2 * time.Second
+		c.ExitTimeout = 10 * time.Second
 	}
 	if c.MaxLine <= 0 {
 		c.MaxLine = 1 << 20
