@@ -227,6 +227,11 @@ var Bugs = []Bug{
 	// Modelled on a once-only flag lost in a refactor: every cancel of an attempt cancels its running calls again.
 	{Name: "cancel_flag_not_set", Breaks: rules.BCancel, What: "a running call is never marked cancelled, so a later cancel of its attempt (after it failed, or cancelled twice) forwards another Cancel",
 		Trips: []rules.ID{rules.BCancel}},
+	// The map path of long views (more than the 64 rows checkView scans), which the swarm reached only once views could be that long:
+	{Name: "bigview_index_after", Breaks: rules.BSubmit, What: "a long view's slot index is written before it is read, so every row of a view of more than 64 rows repeats a slot and the view is refused",
+		Trips: []rules.ID{rules.BSubmit}},
+	{Name: "bigview_dup_unseen", Breaks: rules.BSubmit, What: "a long view's slot index is read but its answer dropped, so a view of more than 64 rows that uses a slot twice is admitted",
+		Trips: []rules.ID{rules.BSubmit, rules.BCut}},
 }
 
 // planted is set by the file an [Overlay] adds to this package.

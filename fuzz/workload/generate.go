@@ -89,7 +89,10 @@ func endpointDriver(seed uint64, driver, name string) string {
 // Generate derives a workload from a seed: endpoints, their capabilities and
 // memory, overlapping publishes and fetches with keys repeated inside and
 // across views, cancels at random points, an occasional mid-flight shutdown,
-// and a shutdown of every endpoint at the end.
+// and a shutdown of every endpoint at the end. Now and then a view has more
+// than 64 rows (bigViewChance: the backend indexes the slots of such a view
+// instead of scanning them), and in a quarter of the runs an endpoint's
+// regions after its first have slot sizes of their own.
 func Generate(seed uint64, cfg GenConfig) *Log {
 	cfg = cfg.withDefaults()
 	r := sim.NewRand(sim.SubSeed(seed, "workload"))
@@ -101,6 +104,13 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 	// One slot size for the whole run: objects move between endpoints, and a
 	// fetch into a slot of another size is a (legal) FAULT, not a test of much.
 	slotBytes := 16 << r.Intn(3)
+	// In a quarter of the runs the regions after an endpoint's first have
+	// slot sizes of their own (a stream apart, so the rest of the workload
+	// is what it would be without): a view spanning regions then mixes
+	// sizes, and an object fetched into a slot of another size is a legal
+	// FAULT.
+	sizes := sim.NewRand(sim.SubSeed(seed, "workload/sizes"))
+	mixedSizes := sizes.Chance(0.25)
 	l.Endpoints = make([]Endpoint, 0, nEnd)
 	for i := range nEnd {
 		e := Endpoint{
@@ -115,8 +125,12 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 		nReg := 1 + r.Intn(maxRegions)
 		e.Regions = make([]RegionSpec, 0, nReg)
 		for j := range nReg {
+			sb := slotBytes
+			if mixedSizes && j > 0 {
+				sb = 16 << sizes.Intn(3)
+			}
 			e.Regions = append(e.Regions, RegionSpec{
-				Label: genNames[i].regions[j], Slots: 16 + r.Intn(33), SlotBytes: slotBytes,
+				Label: genNames[i].regions[j], Slots: 16 + r.Intn(33), SlotBytes: sb,
 			})
 		}
 		if cfg.Faults != nil {
@@ -125,7 +139,7 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 		l.Endpoints = append(l.Endpoints, e)
 	}
 	nkeys := 4 + r.Intn(cfg.Ops/2+1)
-	g := gen{r: r, cfg: cfg, keys: nkeys, views: cfg.Ops, recent: make([][]time.Duration, nkeys)}
+	g := gen{cfg: cfg, keys: nkeys, views: cfg.Ops, recent: make([][]time.Duration, nkeys)}
 	// Every key's window starts with room for MaxPerKey times, all in one
 	// allocation (a repeat inside a view may still grow one past it).
 	times := make([]time.Duration, nkeys*cfg.MaxPerKey)
@@ -180,8 +194,16 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 		if r.Chance(0.5) {
 			op.Kind = Fetch
 		}
-		op.Keys, op.Mask = g.view(at)
-		if rare.Chance(0.03) {
+		big := rare.Chance(bigViewChance)
+		if big {
+			// A view longer than the backend scans for a repeated slot
+			// (it indexes one), from the rare stream: it needs more free
+			// slots than most endpoints have left, so many are not lent.
+			op.Keys, op.Mask = g.view(at, rare, bigViewRows+1+rare.Intn(bigViewRows/2))
+		} else {
+			op.Keys, op.Mask = g.view(at, r, 1+r.Intn(8))
+		}
+		if rare.Chance(0.03) || (big && rare.Chance(0.3)) { // a big view's checks are the map's
 			op.Bad = Bads[rare.Intn(len(Bads))]
 		}
 		rowOps = append(rowOps, len(l.Ops))
@@ -265,7 +287,6 @@ func (g probeGen) after(at time.Duration, eps []Endpoint) []Op {
 }
 
 type gen struct {
-	r      *sim.Rand
 	cfg    GenConfig
 	keys   int
 	recent [][]time.Duration // op times per key number, for MaxPerKey
@@ -291,6 +312,9 @@ var keyNames = func() (names [64]string) {
 // room for no more views than are left to make); each slice's capacity ends
 // at n, so an append to one never writes into the next.
 func (g *gen) slab(n int) ([]string, []bool) {
+	if n > 8 { // a big view: storage of its own
+		return make([]string, 0, n), make([]bool, 0, n)
+	}
 	if len(g.keySlab)+n > cap(g.keySlab) {
 		rows := 8 * min(64, max(1, g.views))
 		g.keySlab, g.maskSlab = make([]string, 0, rows), make([]bool, 0, rows)
@@ -325,21 +349,28 @@ func (g *gen) name(i int) string {
 	return g.names[i]
 }
 
-func (g *gen) view(at time.Duration) ([]string, []bool) {
-	n := 1 + g.r.Intn(8)
+// bigViewChance is the chance of a view of more than bigViewRows rows (the
+// backend's smallView: longer views index their slots in a map).
+const (
+	bigViewChance = 0.01
+	bigViewRows   = 64
+)
+
+// view draws a view of up to n rows from r.
+func (g *gen) view(at time.Duration, r *sim.Rand, n int) ([]string, []bool) {
 	keys, mask := g.slab(n)
 	var idxBuf [8]int
 	idx := idxBuf[:0]
 	for len(keys) < n {
 		var k int
-		if len(keys) > 0 && g.r.Chance(0.2) {
-			k = idx[g.r.Intn(len(keys))] // a key repeated inside one view
-		} else if k = g.freshKey(at); k < 0 {
+		if len(keys) > 0 && r.Chance(0.2) {
+			k = idx[r.Intn(len(keys))] // a key repeated inside one view
+		} else if k = g.freshKey(at, r); k < 0 {
 			break
 		}
 		idx = append(idx, k)
 		keys = append(keys, g.name(k))
-		mask = append(mask, g.r.Chance(0.85))
+		mask = append(mask, r.Chance(0.85))
 		g.recent[k] = append(g.recent[k], at)
 	}
 	if len(keys) == 0 { // every key is busy: a view of one masked-out row
@@ -350,9 +381,9 @@ func (g *gen) view(at time.Duration) ([]string, []bool) {
 
 // freshKey picks a key number with fewer than MaxPerKey ops in the
 // window, or -1.
-func (g *gen) freshKey(at time.Duration) int {
+func (g *gen) freshKey(at time.Duration, r *sim.Rand) int {
 	for range 8 {
-		k := g.r.Intn(g.keys)
+		k := r.Intn(g.keys)
 		times := g.recent[k]
 		drop := 0
 		for drop < len(times) && times[drop] < at-g.cfg.Window {
