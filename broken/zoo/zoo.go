@@ -232,6 +232,9 @@ var Bugs = []Bug{
 		Trips: []rules.ID{rules.BSubmit}},
 	{Name: "bigview_dup_unseen", Breaks: rules.BSubmit, What: "a long view's slot index is read but its answer dropped, so a view of more than 64 rows that uses a slot twice is admitted",
 		Trips: []rules.ID{rules.BSubmit, rules.BCut}},
+	// Reached only once regions of one endpoint could have different slot sizes:
+	{Name: "bytes_first_region", Breaks: rules.BBound, What: "the bytes a call retains are counted with its first row's slot size for every row, wrong when a batch spans regions of different sizes",
+		Trips: []rules.ID{rules.BBound}},
 }
 
 // planted is set by the file an [Overlay] adds to this package.
