@@ -64,6 +64,10 @@ func (ep *Endpoint) Quiesce(as ...*backend.Attempt) bool {
 // row outside its registrations.
 func (ep *Endpoint) spoil(v drivers.View, bad workload.Bad) drivers.View {
 	v = drivers.View{Rows: append([]drivers.Row(nil), v.Rows...), Mask: append([]bool(nil), v.Mask...)}
+	switch bad {
+	case workload.MaskedDupSlot, workload.MaskedEmptyKey, workload.MaskedOutside:
+		return ep.spoilMasked(v, bad)
+	}
 	in := -1 // the first masked-in row
 	for i, m := range v.Mask {
 		if m {
@@ -88,6 +92,37 @@ func (ep *Endpoint) spoil(v drivers.View, bad workload.Bad) drivers.View {
 		for _, r := range ep.Regions {
 			if h, ok := ep.Backend.Handle(r.Label); ok && h == v.Rows[in].Handle {
 				v.Rows[in].Slot = r.Slots // just past the region's last slot
+			}
+		}
+	}
+	return v
+}
+
+// spoilMasked spoils the last masked-out row of v (a copy) the way bad
+// says; a view without one is left as it is (its rows are the loan's). The
+// row takes no part, so the view stays well formed.
+func (ep *Endpoint) spoilMasked(v drivers.View, bad workload.Bad) drivers.View {
+	out := -1
+	for i, m := range v.Mask {
+		if !m {
+			out = i
+		}
+	}
+	if out < 0 {
+		return v
+	}
+	other := (out + 1) % len(v.Rows) // another row, whose slot it repeats
+	switch bad {
+	case workload.MaskedEmptyKey:
+		v.Rows[out].Key = ""
+	case workload.MaskedDupSlot:
+		if other != out {
+			v.Rows[out].Handle, v.Rows[out].Slot = v.Rows[other].Handle, v.Rows[other].Slot
+		}
+	case workload.MaskedOutside:
+		for _, r := range ep.Regions {
+			if h, ok := ep.Backend.Handle(r.Label); ok && h == v.Rows[out].Handle {
+				v.Rows[out].Slot = r.Slots
 			}
 		}
 	}

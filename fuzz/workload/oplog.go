@@ -131,16 +131,32 @@ type Bad string
 
 // The bad views. DupSlot, EmptyKey and MaskLength are malformed (refused
 // with ErrInvalidSubmission); Outside puts a row at the slot just past its
-// region's end (the attempt fails before any store call).
+// region's end (the attempt fails before any store call). The Masked kinds
+// spoil a masked-out row the same ways (a view without one gets a
+// masked-out row to spoil): such a row takes no part, so the view is well
+// formed and must be served like any other.
 const (
 	DupSlot    Bad = "dup-slot"
 	EmptyKey   Bad = "empty-key"
 	MaskLength Bad = "mask-length"
 	Outside    Bad = "outside"
+
+	MaskedDupSlot  Bad = "masked-dup-slot"
+	MaskedEmptyKey Bad = "masked-empty-key"
+	MaskedOutside  Bad = "masked-outside"
 )
 
 // Bads lists every bad view kind.
-var Bads = []Bad{DupSlot, EmptyKey, MaskLength, Outside}
+var Bads = []Bad{DupSlot, EmptyKey, MaskLength, Outside, MaskedDupSlot, MaskedEmptyKey, MaskedOutside}
+
+// badNames lists the bad view kinds for an error message.
+func badNames() string {
+	names := make([]string, len(Bads))
+	for i, b := range Bads {
+		names[i] = string(b)
+	}
+	return strings.Join(names, ", ")
+}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -525,7 +541,7 @@ func (p *parser) parseRowsOp(op *Op, args []string) error {
 	if len(args) == 4 && strings.HasPrefix(args[3], "bad=") {
 		bad := Bad(strings.TrimPrefix(args[3], "bad="))
 		if !slices.Contains(Bads, bad) {
-			return p.errf("unknown bad= %q (want dup-slot, empty-key, mask-length or outside)", bad)
+			return p.errf("unknown bad= %q (want one of %s)", bad, badNames())
 		}
 		op.Bad, args = bad, args[:3]
 	}
