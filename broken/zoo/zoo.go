@@ -153,7 +153,7 @@ var Bugs = []Bug{
 		Trips: []rules.ID{rules.BSubmit, rules.BCut, rules.BBound, rules.BAccess, rules.SLin, rules.HarnessErr}},
 	// Modelled on buffer-index checks off by one at the end of a pool.
 	{Name: "slot_past_end", Breaks: rules.BSubmit, What: "a row at the slot just past its region's end is taken as inside the registration",
-		Trips: []rules.ID{rules.BSubmit, rules.BCut, rules.BAccess, rules.BBound}},
+		Trips: []rules.ID{rules.BSubmit, rules.BCut, rules.BAccess, rules.BBound, rules.BPublish, rules.BFetch}}, // the fold rules: the Failed reason names the driver's refusal, at the instant of the stray call
 	// Modelled on in-flight limits checked with <= instead of <.
 	{Name: "inflight_off_by_one", Breaks: rules.BBound, What: "the dispatch loop admits a call while in-flight <= MaxCallsInFlight, so MaxCallsInFlight+1 calls run at once",
 		Trips: []rules.ID{rules.BBound}},

@@ -203,7 +203,10 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 		} else {
 			op.Keys, op.Mask = g.view(at, r, 1+r.Intn(8))
 		}
-		if rare.Chance(0.03) || (big && rare.Chance(0.3)) { // a big view's checks are the map's
+		switch {
+		case big && rare.Chance(0.3): // what a big view's map is for: a slot used twice, masked in or out
+			op.Bad = []Bad{DupSlot, MaskedDupSlot}[rare.Intn(2)]
+		case rare.Chance(0.03):
 			op.Bad = Bads[rare.Intn(len(Bads))]
 		}
 		rowOps = append(rowOps, len(l.Ops))

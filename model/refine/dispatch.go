@@ -143,7 +143,8 @@ func (m *Model) lookedUp(keys []string, present []bool, err error) {
 	b := m.head()
 	switch {
 	case b == nil:
-		m.fail(rules.BCut, nil, 0, fmt.Sprintf("lookup/%d", len(m.found)), fmt.Sprintf("a lookup of %q while no batch waits to be dispatched", keys))
+		rule, detail := m.stray(fmt.Sprintf("a lookup of %q", keys))
+		m.fail(rule, nil, 0, fmt.Sprintf("lookup/%d", len(m.found)), detail)
 		return
 	case !m.needsLookup(b.a.dir):
 		m.fail(rules.BCut, b.a, 0, "lookup-unneeded", fmt.Sprintf("a lookup of %q, but the next batch %q is a %v on a driver with AbsentIsMiss and needs none", keys, keysOf(b.rows), b.a.dir))
@@ -247,7 +248,8 @@ func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.
 		}
 	}
 	if b == nil {
-		m.fail(rules.BCut, nil, 0, fmt.Sprintf("submit/%d", len(m.found)), fmt.Sprintf("a %v call of %q while no batch waits to be dispatched", dir, keysOf(rows)))
+		rule, detail := m.stray(fmt.Sprintf("a %v call of %q", dir, keysOf(rows)))
+		m.fail(rule, nil, 0, fmt.Sprintf("submit/%d", len(m.found)), detail)
 		return nil
 	}
 	a := b.a
@@ -476,4 +478,26 @@ type countCause struct {
 
 func (n countCause) String() string {
 	return fmt.Sprintf("call %d answered %d results for %d rows", n.c.id, n.got, len(n.c.rows))
+}
+
+// stray names the rule a lookup or call broke when no batch waits for it:
+// B-CUT, unless it comes while a view is being admitted that the backend
+// must refuse or fail at once — nothing of that view may reach the driver
+// (B-SUBMIT), nor of one it has no room for (B-BOUND).
+func (m *Model) stray(what string) (rules.ID, string) {
+	if a := m.admitting; a != nil {
+		why := a.bad
+		if why == "" {
+			why = m.closed()
+		}
+		switch {
+		case why != "":
+			return rules.BSubmit, fmt.Sprintf("%s while a %v view is admitted that must be refused, as %s: nothing of it may reach the driver", what, a.dir, why)
+		case a.expectFail:
+			return rules.BSubmit, fmt.Sprintf("%s while a %v view is admitted with a row outside any live registration: it fails at once, before any store call", what, a.dir)
+		case a.noRoom.full:
+			return rules.BBound, fmt.Sprintf("%s while a %v view is admitted that there is no room for (%s): it must be refused whole", what, a.dir, m.gauges())
+		}
+	}
+	return rules.BCut, what + " while no batch waits to be dispatched"
 }
