@@ -30,6 +30,20 @@ type Runtime interface {
 // Clock is the part of a Runtime that tells time.
 type Clock interface{ Now() time.Duration }
 
+// Stamper is a clock that also numbers the findings made on it, run-wide
+// and in the order they are made (the scheduler is one): many steps, and
+// so causes and their consequences, share one virtual instant.
+type Stamper interface{ Stamp() uint64 }
+
+// Stamp is c's next finding number, or 0 when c numbers none (a wall
+// clock, or no clock).
+func Stamp(c Clock) uint64 {
+	if s, ok := c.(Stamper); ok {
+		return s.Stamp()
+	}
+	return 0
+}
+
 // Timer is a scheduled event that may be stopped before it runs.
 type Timer struct {
 	owner TimerStopper

@@ -68,6 +68,7 @@ const (
 type Scheduler struct {
 	opts   Options
 	now    time.Duration
+	stamps atomic.Uint64 // Stamp's count: findings numbered in the order made
 	queue  eventHeap
 	seq    uint64
 	rng    Rand // tie-breaks, delays, coalescing
@@ -170,6 +171,11 @@ func (s *Scheduler) Seed() uint64 { return s.root }
 
 // Now implements [Runtime].
 func (s *Scheduler) Now() time.Duration { return s.now }
+
+// Stamp implements [Stamper]: every oracle on this scheduler numbers its
+// findings from one count, so findings of one virtual instant keep the
+// order they were made in. It decides nothing and is in no trace.
+func (s *Scheduler) Stamp() uint64 { return s.stamps.Add(1) }
 
 // Rand implements [Runtime].
 func (s *Scheduler) Rand(subsystem string) *Rand { return NewRand(SubSeed(s.root, subsystem)) }

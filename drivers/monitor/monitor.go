@@ -273,6 +273,9 @@ func (m *Monitor) violateLocked(v rules.Violation) {
 	}
 	m.seen[k] = true
 	v.Class, v.At, v.Seed = rules.Contract, m.now(), m.opts.Seed
+	if m.opts.Clock != nil {
+		v.Seq = sim.Stamp(m.opts.Clock)
+	}
 	m.violations = append(m.violations, v)
 }
 

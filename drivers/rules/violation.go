@@ -3,6 +3,7 @@ package rules
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 )
@@ -23,8 +24,12 @@ type Violation struct {
 	Region   string // region label
 	Loan     uint64 // the lender's loan
 	At       time.Duration
-	Seed     uint64
-	Detail   string
+	// Seq is the run-wide order it was found in (sim.Stamp): it orders the
+	// findings of one instant. 0 when not known (found after the run, or
+	// on a clock that numbers nothing): after every numbered one.
+	Seq    uint64 `json:"-"`
+	Seed   uint64
+	Detail string
 }
 
 // String puts the rule first: `A: D-ACCESS-END [contract] call 3 row 1
@@ -70,13 +75,16 @@ func (c Class) Rank() int {
 	return 3
 }
 
-// Compare is the one order of violations: class rank, time, rule name, then
+// Compare is the one order of violations: class rank, time, the order they
+// were found in within that instant (Seq: a cause before its consequences,
+// where the oracles share a numbering clock), rule name, then
 // where (endpoint, call, row, key, region, loan) and detail, so a report is
 // the same on every replay and its first violation decides the verdict.
 func Compare(a, b Violation) int {
 	return cmp.Or(
 		cmp.Compare(a.Class.Rank(), b.Class.Rank()),
 		cmp.Compare(a.At, b.At),
+		cmp.Compare(a.seq(), b.seq()),
 		cmp.Compare(a.Rule.String(), b.Rule.String()),
 		cmp.Compare(a.Endpoint, b.Endpoint),
 		cmp.Compare(a.Call, b.Call),
@@ -86,6 +94,14 @@ func Compare(a, b Violation) int {
 		cmp.Compare(a.Loan, b.Loan),
 		cmp.Compare(a.Detail, b.Detail),
 	)
+}
+
+// seq is Seq with 0 (not known) after every known one.
+func (v Violation) seq() uint64 {
+	if v.Seq == 0 {
+		return math.MaxUint64
+	}
+	return v.Seq
 }
 
 // Sort orders vs by [Compare] (stable: equal violations keep their order).

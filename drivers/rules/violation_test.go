@@ -41,6 +41,22 @@ func TestSortOrder(t *testing.T) {
 	}
 }
 
+// TestSortOrderWithinInstant: at one instant the order found (Seq) comes
+// before the rule name, and a finding without a number comes after every
+// numbered one.
+func TestSortOrderWithinInstant(t *testing.T) {
+	v := func(r ID, seq uint64) Violation { return Violation{Rule: r, Class: Safety, Row: -1, At: 5, Seq: seq} }
+	vs := []Violation{v(SLin, 0), v(BPublish, 2), v(BSubmit, 1), v(BCut, 0), v(DStatus, 3)}
+	Sort(vs)
+	var got []ID
+	for _, x := range vs {
+		got = append(got, x.Rule)
+	}
+	if want := []ID{BSubmit, BPublish, DStatus, BCut, SLin}; !slices.Equal(got, want) {
+		t.Fatalf("sorted %v, want %v (repro: go test ./drivers/rules -run TestSortOrderWithinInstant)", got, want)
+	}
+}
+
 // TestIDText: names round-trip through JSON; the zero ID is "" both ways; a
 // misspelt name is an error.
 func TestIDText(t *testing.T) {

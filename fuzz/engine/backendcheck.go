@@ -9,6 +9,7 @@ import (
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/model/lender"
+	"github.com/storesim/storesim/sim"
 )
 
 // backendCheck is an [Oracle]: it watches, at the driver boundary, what the
@@ -62,7 +63,8 @@ func (c *backendCheck) loanOf(id drivers.CallID) *lender.Loan {
 }
 
 func (c *backendCheck) fail(rule rules.ID, id drivers.CallID, at time.Duration, detail string) {
-	c.found = append(c.found, rules.Violation{Rule: rule, Class: rules.Safety, Call: uint64(id), Row: -1, At: at, Detail: detail})
+	c.found = append(c.found, rules.Violation{Rule: rule, Class: rules.Safety, Call: uint64(id), Row: -1, At: at,
+		Seq: sim.Stamp(c.ep.opts.RT), Detail: detail})
 }
 
 func (c *backendCheck) Registered(_ time.Duration, h drivers.Handle, reg drivers.Region) {

@@ -10,6 +10,7 @@ import (
 	"github.com/storesim/storesim/drivers/memdriver"
 	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/fuzz/workload"
+	"github.com/storesim/storesim/sim"
 )
 
 // Driver probes (workload.ProbeKind): situations of the driver contract
@@ -205,7 +206,7 @@ func (p *prober) fail(rule rules.ID, id drivers.CallID, row int, key, detail str
 	}
 	p.seen[k] = true
 	p.found = append(p.found, rules.Violation{Rule: rule, Class: rules.Contract, Endpoint: p.ep.Name, Call: uint64(id), Row: row, Key: key,
-		At: p.r.s.Now(), Seed: p.r.log.Seed, Detail: "driver probe: " + detail})
+		At: p.r.s.Now(), Seq: sim.Stamp(p.r.s), Seed: p.r.log.Seed, Detail: "driver probe: " + detail})
 }
 
 // violations runs the end-of-run checks once and returns every finding.

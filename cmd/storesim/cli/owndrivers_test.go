@@ -21,13 +21,13 @@ func mine(env Env) (drivers.Driver, error) {
 	return broken.New(broken.LiesAboutAccess, env.RT, env.Store, memdriver.Config{Name: env.Name, Caps: env.Caps, Faults: env.Faults})
 }
 
-// outage is another: broken.LookupOutageAsAbsent, whose first D-STATUS
-// violation only the backend-driven swarm finds.
-func outage(env Env) (drivers.Driver, error) {
-	return broken.New(broken.LookupOutageAsAbsent, env.RT, env.Store, memdriver.Config{Name: env.Name, Caps: env.Caps, Faults: env.Faults})
+// stale is another: broken.CachesAbsence, whose first D-LOOK-2 violation
+// only the backend-driven swarm finds.
+func stale(env Env) (drivers.Driver, error) {
+	return broken.New(broken.CachesAbsence, env.RT, env.Store, memdriver.Config{Name: env.Name, Caps: env.Caps, Faults: env.Faults})
 }
 
-var mineOpts = Options{Name: "mystore", Drivers: map[string]Factory{"mine": mine, "outage": outage}}
+var mineOpts = Options{Name: "mystore", Drivers: map[string]Factory{"mine": mine, "stale": stale}}
 
 // mystore runs Main as a driver author's binary "mystore" with its driver
 // "mine".
@@ -61,7 +61,7 @@ func TestOwnDriverRun(t *testing.T) {
 			names = append(names, f[0])
 		}
 	}
-	if got.code != 0 || len(names) < 3 || names[0] != "mine" || names[1] != "outage" || names[2] != "memory" {
+	if got.code != 0 || len(names) < 3 || names[0] != "mine" || names[1] != "stale" || names[2] != "memory" {
 		t.Fatalf("drivers: exit %d, want mine first:\n%s%s %s", got.code, got.stdout, got.stderr, repro(t))
 	}
 	dir := t.TempDir()
@@ -125,7 +125,7 @@ func failures(table string) map[string][2]string {
 // seed of the run that found its first violation, and running it shows
 // that violation first again, in the same row.
 func TestOwnDriverCertify(t *testing.T) {
-	for driver, rule := range map[string]string{"mine": "D-ACCESS-END", "outage": "D-STATUS"} {
+	for driver, rule := range map[string]string{"mine": "D-ACCESS-END", "stale": "D-LOOK-2"} {
 		t.Run(driver, func(t *testing.T) { certifyReruns(t, driver, rule) })
 	}
 	var cert struct {
@@ -173,7 +173,7 @@ func certifyReruns(t *testing.T, driver, rule string) {
 			t.Fatalf("%s: exit %d, row %s first %q; want %q:\n%s%s %s", line, r.code, row, again[row][0], f[0], r.stdout, r.stderr, repro(t))
 		}
 	}
-	if !strings.HasPrefix(rows[rule][1], "mystore replay") && driver == "outage" {
+	if !strings.HasPrefix(rows[rule][1], "mystore replay") && driver == "stale" {
 		t.Fatalf("%s's %s was found first by a case (%s): the swarm's repro went unexercised %s", driver, rule, rows[rule][1], repro(t))
 	}
 }
@@ -209,7 +209,7 @@ func TestBadOptions(t *testing.T) {
 			t.Errorf("Drivers %v: exit %d, stderr %q; want exit 2, one line naming %q %s", tc.drivers, code, errb.String(), tc.want, repro(t))
 		}
 	}
-	if got := mystore("run", "--driver", "nope"); got.code != exitUsage || !strings.Contains(got.stderr, `unknown driver "nope" (known: mine, outage, memory, together, broken:`) {
+	if got := mystore("run", "--driver", "nope"); got.code != exitUsage || !strings.Contains(got.stderr, `unknown driver "nope" (known: mine, stale, memory, together, broken:`) {
 		t.Errorf("run --driver nope: exit %d, stderr %q; want the caller's driver among the known ones %s", got.code, got.stderr, repro(t))
 	}
 }
