@@ -240,6 +240,13 @@ var Bugs = []Bug{
 		Trips: []rules.ID{rules.BSubmit}},
 	{Name: "masked_outside", Breaks: rules.BSubmit, What: "every view row is checked against the live registrations, masked-out ones too, so a view whose masked-out row lies outside them fails at once",
 		Trips: []rules.ID{rules.BSubmit, rules.BPublish, rules.BFetch}},
+	// Reached only once the swarm's liar could make Contains panic (lie-lookup-panics):
+	{Name: "lookup_panic_unrecovered", Breaks: rules.BSubmit, What: "a panic in the driver's Contains is not recovered and escapes the backend",
+		Trips: []rules.ID{rules.BSubmit}},
+	{Name: "lookup_panic_as_absent", Breaks: rules.BFetch, What: "a panic in the driver's Contains is taken as every key absent instead of a lookup error",
+		Trips: []rules.ID{rules.BFetch, rules.BPublish}},
+	{Name: "lookup_panic_plain_error", Breaks: rules.BFetch, What: "a panic in the driver's Contains becomes an error that does not wrap ErrLookup",
+		Trips: []rules.ID{rules.BFetch, rules.BPublish}},
 }
 
 // planted is set by the file an [Overlay] adds to this package.

@@ -15,8 +15,8 @@ import (
 
 // Lies are answers that break the driver contract, told to the backend on
 // purpose so the swarm reaches the backend's defences: a lookup of the wrong
-// length, a call with a wrong number of results, a Submit that fails (or
-// panics) after the transfer really started, a registration that fails after
+// length (or a lookup that panics), a call with a wrong number of results,
+// a Submit that fails (or panics) after the transfer really started, a registration that fails after
 // it really happened, a together-registration with too few handles. The
 // liar sits between the contract monitor and the backend: the driver below
 // is honest (the monitor judges it), the backend above hears the lie (the
@@ -35,6 +35,7 @@ type Lies struct {
 	RegisterUnknown float64 // per Register: registered, the backend hears an unknown error
 	TogetherShort   float64 // per RegisterTogether: registered, one handle fewer
 	ShutdownLabels  float64 // per Shutdown: the driver's labels are lost (the backend must name what it knows is held)
+	LookupPanics    float64 // per Contains: the store client panics instead of answering
 	_               struct{}
 }
 
@@ -48,6 +49,7 @@ var lieKinds = []struct{ name string }{
 	{"lie-register-unknown"},
 	{"lie-together-short"},
 	{"lie-shutdown-labels"},
+	{"lie-lookup-panics"},
 }
 
 // rate is the field of lieKinds[kind] (a method, not a func value per
@@ -56,6 +58,7 @@ func (l *Lies) rate(kind int) *float64 {
 	return [...]*float64{
 		&l.LookupShort, &l.LookupLong, &l.ResultsShort, &l.SubmitEscapes,
 		&l.SubmitPanics, &l.RegisterUnknown, &l.TogetherShort, &l.ShutdownLabels,
+		&l.LookupPanics,
 	}[kind]
 }
 
@@ -181,6 +184,9 @@ func (l *liar) Unregister(h drivers.Handle) error { return l.d.Unregister(h) }
 
 func (l *liar) Contains(ctx context.Context, keys []string) ([]bool, error) {
 	present, err := l.d.Contains(ctx, keys)
+	if l.mix.LookupPanics > 0 && l.r.Chance(l.mix.LookupPanics) { // no draw without the lie: other runs stay as they were
+		panic("lie: the store client panicked during a lookup")
+	}
 	switch {
 	case err != nil:
 	case len(present) > 0 && l.r.Chance(l.mix.LookupShort):

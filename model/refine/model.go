@@ -192,6 +192,9 @@ type call struct {
 
 var errPanicked = errors.New("Submit panicked")
 
+// errLookupPanicked is what the model takes a panicking Contains for.
+var errLookupPanicked = errors.New("Contains panicked")
+
 // why is a set of the reasons an outcome may carry (SPEC §3, B-OUTCOME): a
 // bit per failure or cancel the model saw, each naming the backend error the
 // outcome's Reason must wrap.

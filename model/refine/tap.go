@@ -41,7 +41,16 @@ func (t *tap) Unregister(h drivers.Handle) error {
 
 func (t *tap) Contains(ctx context.Context, keys []string) ([]bool, error) {
 	t.m.guard(t.m.settleLookup) // a lookup may be a declined publish's second one
+	// A panicking Contains reaches the backend as a panic; the model sees
+	// it as a lookup error, then lets it go on.
+	finished := false
+	defer func() {
+		if !finished {
+			t.m.guard(func() { t.m.lookedUp(keys, nil, errLookupPanicked) })
+		}
+	}()
 	present, err := t.d.Contains(ctx, keys)
+	finished = true
 	t.m.guard(func() { t.m.lookedUp(keys, present, err) })
 	return present, err
 }
