@@ -331,6 +331,7 @@ func (ep *Endpoint) Shutdown(then func(labels []string)) {
 		ep.Down, ep.Labels = true, labels
 		if ep.Ref != nil {
 			ep.Ref.ShutdownReturned(labels)
+			ep.Ref.HandlesAfterShutdown(ep.Backend.Handle)
 		}
 		ep.Lender.ShutdownReturned(labels)
 		if then != nil {

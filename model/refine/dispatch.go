@@ -420,6 +420,7 @@ func (m *Model) readAccess(c *call, acc drivers.Access) {
 
 func (m *Model) drained(st drivers.DrainStatus) {
 	m.shut.readSincePoll = false
+	m.shut.polled = m.shut.polled || m.shut.asked
 	if m.shut.asked && st.Done {
 		m.shut.drainDone = true
 	}

@@ -112,6 +112,8 @@ type shutState struct {
 	// readSincePoll: in this step the backend read a call while draining,
 	// and has not asked Drain since.
 	readSincePoll bool
+	// polled: the driver was asked to Drain since the first Shutdown.
+	polled        bool
 	asks, returns int // Shutdown calls, and done callbacks run
 	driverLabels  []string
 	late          bool // the deadline passed without a driver shutdown (reported)
@@ -418,7 +420,11 @@ func (m *Model) unregistered(hs []drivers.Handle, err error) {
 			continue
 		}
 		b.tried = b.tried || m.shut.asked
-		if b.live && m.busy(h) {
+		if !b.live {
+			m.fail(rules.BShut, nil, 0, fmt.Sprintf("reclosed-%d", h), fmt.Sprintf("the backend closed handle %d of region %q again, though its close already succeeded (a shutdown after one finished closes only what was freed since)", h, b.region.Label))
+			continue
+		}
+		if m.busy(h) {
 			m.fail(rules.BShut, nil, 0, "closed-busy-"+b.region.Label, fmt.Sprintf("the binding of region %q was closed while a call the backend had not read ENDED names it (only a binding no unfinished call names is closed)", b.region.Label))
 		}
 		switch {

@@ -108,6 +108,11 @@ func (m *Model) ShutdownReturned(labels []string) {
 	if m.shut.returns++; m.shut.returns > m.shut.asks {
 		m.fail(rules.BShut, nil, 0, "done-twice", fmt.Sprintf("a shutdown's done ran %d times for %d Shutdown calls: each runs once", m.shut.returns, m.shut.asks))
 	}
+	// The owner hears every attempt's last change before the labels: it
+	// may let go of the memory on them (S-HOLD).
+	for _, a := range m.attempts {
+		m.checkNotedAt(a, "notified-at-done", "when the shutdown's done ran")
+	}
 	if !slices.IsSorted(labels) || len(slices.Compact(slices.Clone(labels))) != len(labels) {
 		m.fail(rules.BShut, nil, 0, "labels-order", fmt.Sprintf("shutdown returned %q: the labels are the sorted union, without repeats", labels))
 	}
@@ -186,4 +191,23 @@ func resource(label string) string {
 		return label[:i]
 	}
 	return label
+}
+
+// HandlesAfterShutdown judges the backend's Handle (handle: its answer for
+// a region label) once a shutdown returned: it answers a binding exactly
+// for the regions still bound — what the labels name as held — and never
+// one whose close succeeded (B-SHUT: an owner asks Handle which memory the
+// store may still reach).
+func (m *Model) HandlesAfterShutdown(handle func(label string) (drivers.Handle, bool)) {
+	for _, b := range m.bindings {
+		h, ok := handle(b.region.Label)
+		switch {
+		case ok && !b.live:
+			m.fail(rules.BShut, nil, 0, "handle-closed-"+b.region.Label, fmt.Sprintf("after the shutdown, Handle(%q) answers handle %d, whose close succeeded: the region is no longer bound", b.region.Label, h))
+		case !ok && b.live:
+			m.fail(rules.BShut, nil, 0, "handle-lost-"+b.region.Label, fmt.Sprintf("after the shutdown, Handle(%q) answers no binding, but handle %d was never closed: the region is still bound", b.region.Label, b.handle))
+		case ok && h != b.handle:
+			m.fail(rules.BShut, nil, 0, "handle-other-"+b.region.Label, fmt.Sprintf("after the shutdown, Handle(%q) answers handle %d, not its binding's %d", b.region.Label, h, b.handle))
+		}
+	}
 }

@@ -243,7 +243,11 @@ func (m *Model) Notified(av AttemptView) {
 // checkNoted: at a quiescent point every posted notification has run, so
 // an attempt whose outcome or access changed since its last OnChange report
 // was never reported.
-func (m *Model) checkNoted(a *attempt) {
+func (m *Model) checkNoted(a *attempt) { m.checkNotedAt(a, "notified", "") }
+
+// checkNotedAt is checkNoted at another moment (when: how the finding
+// says it; what: its key).
+func (m *Model) checkNotedAt(a *attempt, what, when string) {
 	st, acc := a.view.State(), a.view.Access()
 	if !a.noted && st == backend.Pending && acc == drivers.AccessPending {
 		return // nothing to report yet
@@ -251,8 +255,11 @@ func (m *Model) checkNoted(a *attempt) {
 	if a.noted && a.notedState == st && a.notedAccess == acc {
 		return
 	}
-	m.fail(rules.BAccess, a, 0, "notified", fmt.Sprintf("it is %v with access %v, but the last OnChange report showed %v with access %v (the memory's owner never learns of the change)",
-		st, acc, a.notedState, a.notedAccess))
+	if when != "" {
+		when = " " + when
+	}
+	m.fail(rules.BAccess, a, 0, what, fmt.Sprintf("it is %v with access %v, but the last OnChange report%s showed %v with access %v (the memory's owner never learns of the change)",
+		st, acc, when, a.notedState, a.notedAccess))
 }
 
 // Cancelling is called just before Attempt.Cancel.
@@ -321,6 +328,10 @@ func (m *Model) afterStep(quiescent bool) {
 		if !m.shut.everShut && !m.shut.drainDone {
 			m.fail(rules.BShut, nil, 0, "drain-not-polled", fmt.Sprintf("at %v the backend read a call that changed while its shutdown drained, but did not ask Drain again (it polls Drain from every change callback, so the drain ends when the driver is done, not at the deadline)", m.now()))
 		}
+	}
+	if quiescent && m.shut.asked && !m.shut.polled && !m.shut.everShut {
+		m.shut.polled = true // reported once
+		m.fail(rules.BShut, nil, 0, "drain-not-asked", fmt.Sprintf("shutdown began at %v, but the backend did not ask its driver to Drain before time moved on (a shutdown polls Drain at once, then from every change callback: a driver with nothing left to drain would otherwise wait out the deadline)", m.shut.askedAt))
 	}
 	if m.shut.asked && !m.shut.everShut && !m.shut.late && m.now() > m.shut.askedAt+m.bcfg.DrainTimeout {
 		m.shut.late = true
