@@ -256,6 +256,9 @@ var Bugs = []Bug{
 		Trips: []rules.ID{rules.BShut}},
 	{Name: "retry_recloses_dead", Breaks: rules.BShut, What: "a shutdown retry closes again the handles whose close already succeeded",
 		Trips: []rules.ID{rules.BShut}},
+	// Reached only once bad views could put a row at slot -1 (bad=below):
+	{Name: "negative_slot_accepted", Breaks: rules.BSubmit, What: "the registration check tests only the slot's upper end, so a row at slot -1 goes to the driver instead of failing the attempt at once",
+		Trips: []rules.ID{rules.BSubmit}},
 }
 
 // planted is set by the file an [Overlay] adds to this package.

@@ -94,6 +94,8 @@ func (ep *Endpoint) spoil(v drivers.View, bad workload.Bad) drivers.View {
 				v.Rows[in].Slot = r.Slots // just past the region's last slot
 			}
 		}
+	case bad == workload.Below:
+		v.Rows[in].Slot = -1
 	}
 	return v
 }

@@ -140,6 +140,8 @@ const (
 	EmptyKey   Bad = "empty-key"
 	MaskLength Bad = "mask-length"
 	Outside    Bad = "outside"
+	// Below puts a row at slot -1, outside its region as Outside does.
+	Below Bad = "below"
 
 	MaskedDupSlot  Bad = "masked-dup-slot"
 	MaskedEmptyKey Bad = "masked-empty-key"
@@ -147,7 +149,7 @@ const (
 )
 
 // Bads lists every bad view kind.
-var Bads = []Bad{DupSlot, EmptyKey, MaskLength, Outside, MaskedDupSlot, MaskedEmptyKey, MaskedOutside}
+var Bads = []Bad{DupSlot, EmptyKey, MaskLength, Outside, MaskedDupSlot, MaskedEmptyKey, MaskedOutside, Below}
 
 // badNames lists the bad view kinds for an error message.
 func badNames() string {
