@@ -259,6 +259,9 @@ var Bugs = []Bug{
 	// Reached only once bad views could put a row at slot -1 (bad=below):
 	{Name: "negative_slot_accepted", Breaks: rules.BSubmit, What: "the registration check tests only the slot's upper end, so a row at slot -1 goes to the driver instead of failing the attempt at once",
 		Trips: []rules.ID{rules.BSubmit}},
+	// Reached only once the memory driver could answer a stale close with ErrStaleHandle (stale-close-error):
+	{Name: "stale_close_as_failure", Breaks: rules.BShut, What: "a close answered ErrStaleHandle is recorded as a failed unregister, so the region is reported held for ever",
+		Trips: []rules.ID{rules.BShut}},
 }
 
 // planted is set by the file an [Overlay] adds to this package.

@@ -322,7 +322,12 @@ func (d *Driver) Unregister(h drivers.Handle) error {
 	defer d.mu.Unlock()
 	b, ok := d.bindings[h]
 	if !ok || b.state != bindLive {
-		return nil // D-REG-3: stale or unknown handle; handles are never reused
+		// D-REG-3: stale or unknown handle (handles are never reused):
+		// nil, or ErrStaleHandle (no draw unless the mix asks for it).
+		if d.mix.StaleCloseError > 0 && d.rReg.Chance(d.mix.StaleCloseError) {
+			return fmt.Errorf("%w: handle %d", drivers.ErrStaleHandle, h)
+		}
+		return nil
 	}
 	return d.closeOne(b)
 }

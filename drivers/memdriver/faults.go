@@ -85,6 +85,10 @@ type FaultMix struct {
 	// UnregisterStuck (per registration): every close of the binding fails,
 	// forever.
 	UnregisterStuck float64
+	// StaleCloseError (per close of a stale or unknown handle): answered
+	// ErrStaleHandle instead of nil — D-REG-3 allows both, and a caller must
+	// take either as closed. Not a fault: a driver's way of answering.
+	StaleCloseError float64
 	_               struct{}
 }
 
@@ -118,6 +122,7 @@ var faultKinds = [...]faultKind{
 	{"rollback-fail", 0.5},
 	{"unregister-fail", 0.5},
 	{"unregister-stuck", 0.2},
+	{"stale-close-error", 1},
 }
 
 // rate is the field of fault kind i (an index of faultKinds). A switch, not
@@ -165,6 +170,8 @@ func (m *FaultMix) rate(i int) *float64 {
 		return &m.UnregisterFail
 	case 19:
 		return &m.UnregisterStuck
+	case 20:
+		return &m.StaleCloseError
 	}
 	panic("memdriver: no fault kind " + strconv.Itoa(i))
 }
