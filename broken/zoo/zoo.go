@@ -262,6 +262,9 @@ var Bugs = []Bug{
 	// Reached only once the memory driver could answer a stale close with ErrStaleHandle (stale-close-error):
 	{Name: "stale_close_as_failure", Breaks: rules.BShut, What: "a close answered ErrStaleHandle is recorded as a failed unregister, so the region is reported held for ever",
 		Trips: []rules.ID{rules.BShut}},
+	// Reached only once the owner could ask again while the first shutdown runs:
+	{Name: "second_shutdown_waiter_dropped", Breaks: rules.BShut, What: "a Shutdown called while one runs loses its done, so that owner never hears the labels",
+		Trips: []rules.ID{rules.BShut}},
 }
 
 // planted is set by the file an [Overlay] adds to this package.

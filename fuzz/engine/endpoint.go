@@ -324,13 +324,14 @@ func pendingNames(name string) (driver, backend, shutdown string) {
 // wants one shutdown checks Asked first.
 func (ep *Endpoint) Shutdown(then func(labels []string)) {
 	ep.Asked = true
+	ask := 0
 	if ep.Ref != nil {
-		ep.Ref.ShutdownAsked()
+		ask = ep.Ref.ShutdownAsked()
 	}
 	ep.Backend.Shutdown(func(labels []string) {
 		ep.Down, ep.Labels = true, labels
 		if ep.Ref != nil {
-			ep.Ref.ShutdownReturned(labels)
+			ep.Ref.ShutdownReturned(ask, labels)
 			ep.Ref.HandlesAfterShutdown(ep.Backend.Handle)
 		}
 		ep.Lender.ShutdownReturned(labels)

@@ -535,7 +535,7 @@ func contentInto(buf []byte, seed uint64, op, row, n int) []byte {
 }
 
 func (r *run) shutdown(ep *Endpoint) {
-	if !ep.Asked {
+	if !ep.Asked || !ep.Down { // a second op before the first's done ran: the owner asks again
 		ep.Shutdown(nil)
 	}
 }

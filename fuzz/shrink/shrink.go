@@ -244,15 +244,20 @@ func (s *shrinker) ddmin(n func() int, drop func(i, j int) *workload.Log) bool {
 	return progress
 }
 
-// ops drops chunks of ops, then single ops. Shutdown ops stay (they go
-// with their endpoint): a log without them fails every run with B-SHUT, so
-// dropping them would turn any failure into one that no fix can pass.
+// ops drops chunks of ops, then single ops. An endpoint's first Shutdown
+// op stays (it goes with its endpoint): a log without it fails every run
+// with B-SHUT, so dropping it would turn any failure into one that no fix
+// can pass. A later one (the owner asking again) may go.
 func (s *shrinker) ops() bool {
 	droppable := func() []int {
 		var idx []int
+		shut := map[string]bool{}
 		for i, op := range s.best.Ops {
-			if op.Kind != workload.Shutdown {
+			if op.Kind != workload.Shutdown || shut[op.Endpoint] {
 				idx = append(idx, i)
+			}
+			if op.Kind == workload.Shutdown {
+				shut[op.Endpoint] = true
 			}
 		}
 		return idx

@@ -216,6 +216,10 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 		if !down[e.Name] {
 			at += time.Duration(r.Intn(21)) * time.Microsecond
 			l.Ops = append(l.Ops, Op{At: at, Kind: Shutdown, Endpoint: e.Name})
+			if rare.Chance(0.2) { // the owner asks again, while the drain may still run
+				at += time.Duration(rare.Intn(3)) * time.Microsecond
+				l.Ops = append(l.Ops, Op{At: at, Kind: Shutdown, Endpoint: e.Name})
+			}
 		}
 	}
 	l.Ops = append(l.Ops, probes.after(at, l.Endpoints)...)

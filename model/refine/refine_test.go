@@ -276,13 +276,13 @@ func TestModel(t *testing.T) {
 			a := w.admit(drivers.Fetch, v)
 			w.submit(drivers.Fetch, v.Rows)
 			w.admitted(a)
-			w.m.ShutdownAsked()
+			ask := w.m.ShutdownAsked()
 			w.taps[0].Cancel()
 			a.out = backend.Outcome{State: backend.Cancelled}
 			w.step(false)
 			w.clock.t += 2 * time.Millisecond
 			w.d.Shutdown(context.Background())
-			w.m.ShutdownReturned(nil) // the call never ENDED: it must be named
+			w.m.ShutdownReturned(ask, nil) // the call never ENDED: it must be named
 		}, rules.BShut},
 		{"failed but serving", func(w *world) {
 			v := w.view("a")

@@ -12,17 +12,22 @@ import (
 	"github.com/storesim/storesim/drivers/rules"
 )
 
-// ShutdownAsked is called just before Backend.Shutdown. The first one
+// ShutdownAsked is called just before Backend.Shutdown and returns the
+// call's number, which its done hands to ShutdownReturned. The first one
 // closes admission and cancels every Pending attempt (B-SHUT).
-func (m *Model) ShutdownAsked() {
+func (m *Model) ShutdownAsked() int {
 	m.event()
 	m.shut.asks++
+	m.shut.done = append(m.shut.done, false)
+	if m.shut.asked && !m.shut.everShut {
+		return m.shut.asks // the first shutdown still runs: this call only adds its done
+	}
 	if m.shut.asked {
 		m.shut.driverShut = false // a retry shuts the driver down again
 		for _, b := range m.bindings {
 			b.tried = false
 		}
-		return
+		return m.shut.asks
 	}
 	m.shut.asked, m.shut.askedAt = true, m.now()
 	for _, a := range m.attempts {
@@ -31,6 +36,7 @@ func (m *Model) ShutdownAsked() {
 			a.why |= whyShutdown
 		}
 	}
+	return m.shut.asks
 }
 
 // driverShutdown judges the moment the backend shuts the driver down, and
@@ -61,7 +67,60 @@ func (m *Model) driverShutdown(ctx context.Context) {
 	m.shut.driverShut, m.shut.everShut = true, true
 }
 
-func (m *Model) driverShutdownReturned(labels []string) { m.shut.driverLabels = slices.Clone(labels) }
+func (m *Model) driverShutdownReturned(labels []string) {
+	m.shut.driverLabels = slices.Clone(labels)
+	m.shut.reporting = true // the round's labels are what the model holds at the end of this step (afterStep)
+}
+
+// round is what one finished shutdown round must report: its labels are
+// made when it finished (the backend reads its calls once more, then
+// reports) and reach every done waiting by then in a later event — after
+// which a retry may already have freed more.
+type round struct {
+	order       []string // the resources still held, in the order found
+	exact       []string // labels that must appear as they are (in doubt; calls with their reason)
+	first, last int      // the Shutdown calls it owes a done (their numbers)
+	waiters     int      // how many of those dones have not run
+}
+
+// snapshotRound records the round whose driver shutdown returned in this
+// step, owed to every Shutdown call not yet owed a round.
+func (m *Model) snapshotRound() {
+	m.shut.reporting = false
+	r := round{first: m.shut.owed + 1, last: m.shut.asks, waiters: m.shut.asks - m.shut.owed}
+	m.shut.owed = m.shut.asks
+	seen := map[string]bool{}
+	add := func(res string) {
+		if !seen[res] {
+			seen[res] = true
+			r.order = append(r.order, res)
+		}
+	}
+	for _, l := range m.shut.driverLabels {
+		add(resource(l))
+	}
+	for _, b := range m.bindings {
+		if b.live {
+			add("region:" + b.region.Label)
+		}
+	}
+	for _, l := range m.inDoubt {
+		add("region:" + l)
+		r.exact = append(r.exact, drivers.RegionLabel(l, drivers.WhyInDoubt))
+	}
+	for _, c := range m.calls {
+		if c.id == 0 || c.acc == drivers.AccessEnded {
+			continue
+		}
+		add(fmt.Sprintf("call:%d", c.id))
+		why := drivers.WhyPending
+		if c.acc == drivers.AccessUnprovable {
+			why = drivers.WhyUnprovable
+		}
+		r.exact = append(r.exact, drivers.CallLabel(c.id, why)) // a call the backend names is named with what it knows of it
+	}
+	m.shut.rounds = append(m.shut.rounds, r)
+}
 
 // busy: a call the backend does not know ENDED names the handle.
 func (m *Model) busy(h drivers.Handle) bool {
@@ -103,11 +162,17 @@ func names(rows []drivers.Row, h drivers.Handle) bool {
 // ShutdownReturned judges the labels a shutdown returned: exactly the
 // resources still held — the driver's labels, every binding still live,
 // every region in doubt, every call the backend does not know ENDED.
-func (m *Model) ShutdownReturned(labels []string) {
+func (m *Model) ShutdownReturned(ask int, labels []string) {
 	m.settleLookup()
-	if m.shut.returns++; m.shut.returns > m.shut.asks {
-		m.fail(rules.BShut, nil, 0, "done-twice", fmt.Sprintf("a shutdown's done ran %d times for %d Shutdown calls: each runs once", m.shut.returns, m.shut.asks))
+	if m.shut.reporting {
+		m.snapshotRound() // the done came in the step its round finished
 	}
+	m.shut.returns++
+	if ask < 1 || ask > len(m.shut.done) || m.shut.done[ask-1] {
+		m.fail(rules.BShut, nil, 0, "done-twice", fmt.Sprintf("the done of Shutdown call %d ran again (%d dones ran for %d Shutdown calls): each runs once", ask, m.shut.returns, m.shut.asks))
+		return
+	}
+	m.shut.done[ask-1] = true
 	// The owner hears every attempt's last change before the labels: it
 	// may let go of the memory on them (S-HOLD).
 	for _, a := range m.attempts {
@@ -116,42 +181,29 @@ func (m *Model) ShutdownReturned(labels []string) {
 	if !slices.IsSorted(labels) || len(slices.Compact(slices.Clone(labels))) != len(labels) {
 		m.fail(rules.BShut, nil, 0, "labels-order", fmt.Sprintf("shutdown returned %q: the labels are the sorted union, without repeats", labels))
 	}
-	if !m.shut.driverShut {
+	// The round that finished after this call: its labels are the ones
+	// owed, whichever order the rounds' dones run in.
+	i := slices.IndexFunc(m.shut.rounds, func(r round) bool { return r.first <= ask && ask <= r.last })
+	if i < 0 {
 		m.fail(rules.BShut, nil, 0, "early-labels", fmt.Sprintf("shutdown returned %q before the driver was shut down", labels))
 		return
 	}
+	r := &m.shut.rounds[i]
+	if r.waiters--; r.waiters <= 0 {
+		defer func() { m.shut.rounds = slices.Delete(m.shut.rounds, i, i+1) }()
+	}
 	want := map[string]bool{}
-	var order []string
-	add := func(r string) {
-		if !want[r] {
-			want[r] = true
-			order = append(order, r)
-		}
-	}
-	for _, l := range m.shut.driverLabels {
-		add(resource(l))
-	}
-	for _, b := range m.bindings {
-		if b.live {
-			add("region:" + b.region.Label)
-		}
-	}
-	for _, l := range m.inDoubt {
-		add("region:" + l)
-	}
-	for _, c := range m.calls {
-		if c.id != 0 && c.acc != drivers.AccessEnded {
-			add(fmt.Sprintf("call:%d", c.id))
-		}
+	for _, res := range r.order {
+		want[res] = true
 	}
 	got := map[string]bool{}
 	for _, l := range labels {
 		got[resource(l)] = true
 	}
 	var missing, stale []string
-	for _, r := range order {
-		if !got[r] {
-			missing = append(missing, r)
+	for _, res := range r.order {
+		if !got[res] {
+			missing = append(missing, res)
 		}
 	}
 	for _, l := range labels {
@@ -159,21 +211,8 @@ func (m *Model) ShutdownReturned(labels []string) {
 			stale = append(stale, l)
 		}
 	}
-	for _, l := range m.inDoubt {
-		if lbl := drivers.RegionLabel(l, drivers.WhyInDoubt); !slices.Contains(labels, lbl) {
-			missing = append(missing, lbl)
-		}
-	}
-	// A call the backend names is named with what it knows of it.
-	for _, c := range m.calls {
-		if c.id == 0 || c.acc == drivers.AccessEnded {
-			continue
-		}
-		why := drivers.WhyPending
-		if c.acc == drivers.AccessUnprovable {
-			why = drivers.WhyUnprovable
-		}
-		if lbl := drivers.CallLabel(c.id, why); !slices.Contains(labels, lbl) {
+	for _, lbl := range r.exact {
+		if !slices.Contains(labels, lbl) {
 			missing = append(missing, lbl)
 		}
 	}

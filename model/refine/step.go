@@ -329,6 +329,15 @@ func (m *Model) afterStep(quiescent bool) {
 			m.fail(rules.BShut, nil, 0, "drain-not-polled", fmt.Sprintf("at %v the backend read a call that changed while its shutdown drained, but did not ask Drain again (it polls Drain from every change callback, so the drain ends when the driver is done, not at the deadline)", m.now()))
 		}
 	}
+	if m.shut.reporting {
+		m.snapshotRound()
+	}
+	if quiescent && len(m.shut.rounds) > 0 {
+		// A round's dones run in an event at the instant it finished: by
+		// a quiescent point every one has.
+		m.fail(rules.BShut, nil, 0, "done-missing", fmt.Sprintf("%d Shutdown calls, but by %v a finished shutdown still owes %d of their dones (each Shutdown's done runs once, a call made while one runs as well)", m.shut.asks, m.now(), m.shut.rounds[0].waiters))
+		m.shut.rounds = nil // reported once
+	}
 	if quiescent && m.shut.asked && !m.shut.polled && !m.shut.everShut {
 		m.shut.polled = true // reported once
 		m.fail(rules.BShut, nil, 0, "drain-not-asked", fmt.Sprintf("shutdown began at %v, but the backend did not ask its driver to Drain before time moved on (a shutdown polls Drain at once, then from every change callback: a driver with nothing left to drain would otherwise wait out the deadline)", m.shut.askedAt))
