@@ -117,11 +117,11 @@ type shutState struct {
 	// reporting: a driver shutdown returned in this step; its round is
 	// recorded when the step ends. rounds: the finished rounds whose dones
 	// have not all run; owed: Shutdown calls a round owes a done.
-	reporting bool
-	rounds    []round
-	owed      int
-	done      []bool // by Shutdown call: its done ran
-	asks, returns int // Shutdown calls, and done callbacks run
+	reporting     bool
+	rounds        []round
+	owed          int
+	done          []bool // by Shutdown call: its done ran
+	asks, returns int    // Shutdown calls, and done callbacks run
 	driverLabels  []string
 	late          bool // the deadline passed without a driver shutdown (reported)
 }
