@@ -265,6 +265,11 @@ var Bugs = []Bug{
 	// Reached only once the owner could ask again while the first shutdown runs:
 	{Name: "second_shutdown_waiter_dropped", Breaks: rules.BShut, What: "a Shutdown called while one runs loses its done, so that owner never hears the labels",
 		Trips: []rules.ID{rules.BShut}},
+	// Reached only once an owner could call the backend back from inside OnChange (an impatient owner):
+	{Name: "flush_dirty_cleared_late", Breaks: rules.BAccess, What: "a report's dirty mark is cleared after OnChange ran, so a change the owner caused from inside OnChange is never reported",
+		Trips: []rules.ID{rules.BAccess}},
+	{Name: "flush_reuses_list", Breaks: rules.BAccess, What: "the list being reported becomes the new dirty list, so a change made from inside OnChange is cleared with it",
+		Trips: []rules.ID{rules.BAccess, rules.BSubmit}},
 }
 
 // planted is set by the file an [Overlay] adds to this package.

@@ -269,6 +269,7 @@ func (ep *Endpoint) Register() error {
 	// One hook (one closure) tells the model, then the lender, then the
 	// caller.
 	l, then := ep.Lender, ep.opts.OnAttempt
+	owner := impatientOwner(ep.opts)
 	cfg.OnChange = func(a *backend.Attempt) {
 		if ref != nil {
 			ref.Notified(a)
@@ -276,6 +277,9 @@ func (ep *Endpoint) Register() error {
 		l.OnChange(a)
 		if then != nil {
 			then(a)
+		}
+		if owner != nil && a.State() == backend.Pending && (a.Access() == drivers.AccessUnprovable || owner.Chance(0.05)) {
+			ep.Cancel(a) // from inside the notification: the backend is re-entered while it reports
 		}
 	}
 	var crash *panicError
@@ -360,4 +364,22 @@ func (ep *Endpoint) Arenas() []*arena.Arena {
 		return lent
 	}
 	return append(append(make([]*arena.Arena, 0, len(ep.arenas)+len(lent)), ep.arenas...), lent...)
+}
+
+// impatientOwner is the stream of an endpoint whose owner gives up on an
+// attempt from inside its OnChange report — at once when its access turns
+// UNPROVABLE, now and then on any report of a Pending one — so the backend
+// is re-entered while it reports (one simulated endpoint in four, drawn
+// from the seed; nil for the others). Nothing forbids an owner to call the
+// backend back from OnChange, and a report made while the backend reports
+// must not be lost.
+func impatientOwner(o EndpointOptions) *sim.Rand {
+	if o.Sched == nil || !o.Model {
+		return nil
+	}
+	r := sim.NewRand(sim.SubSeed(o.Seed, "owner/"+o.Name))
+	if !r.Chance(0.25) {
+		return nil
+	}
+	return r
 }
