@@ -270,6 +270,9 @@ var Bugs = []Bug{
 		Trips: []rules.ID{rules.BAccess}},
 	{Name: "flush_reuses_list", Breaks: rules.BAccess, What: "the list being reported becomes the new dirty list, so a change made from inside OnChange is cleared with it",
 		Trips: []rules.ID{rules.BAccess, rules.BSubmit}},
+	// Reached only once a close could be answered ErrBusy by a store other owners share (lie-unregister-busy):
+	{Name: "busy_close_as_closed", Breaks: rules.BShut, What: "a close answered ErrBusy marks the binding closed, so the region is released while the store still has it",
+		Trips: []rules.ID{rules.BShut}},
 }
 
 // planted is set by the file an [Overlay] adds to this package.

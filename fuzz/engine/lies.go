@@ -36,6 +36,7 @@ type Lies struct {
 	TogetherShort   float64 // per RegisterTogether: registered, one handle fewer
 	ShutdownLabels  float64 // per Shutdown: the driver's labels are lost (the backend must name what it knows is held)
 	LookupPanics    float64 // per Contains: the store client panics instead of answering
+	UnregisterBusy  float64 // per close: ErrBusy without closing, as a driver other owners share may answer (the binding stays)
 	_               struct{}
 }
 
@@ -50,6 +51,7 @@ var lieKinds = []struct{ name string }{
 	{"lie-together-short"},
 	{"lie-shutdown-labels"},
 	{"lie-lookup-panics"},
+	{"lie-unregister-busy"},
 }
 
 // rate is the field of lieKinds[kind] (a method, not a func value per
@@ -58,7 +60,7 @@ func (l *Lies) rate(kind int) *float64 {
 	return [...]*float64{
 		&l.LookupShort, &l.LookupLong, &l.ResultsShort, &l.SubmitEscapes,
 		&l.SubmitPanics, &l.RegisterUnknown, &l.TogetherShort, &l.ShutdownLabels,
-		&l.LookupPanics,
+		&l.LookupPanics, &l.UnregisterBusy,
 	}[kind]
 }
 
@@ -144,7 +146,7 @@ func swarmLies(seed uint64, endpoint string) []string {
 	for _, k := range lieKinds {
 		if r.Chance(0.3) {
 			rate := []float64{0.01, 0.03, 0.1}[r.Intn(3)]
-			if strings.HasPrefix(k.name, "lie-register") || strings.HasPrefix(k.name, "lie-together") || strings.HasPrefix(k.name, "lie-shutdown") {
+			if strings.HasPrefix(k.name, "lie-register") || strings.HasPrefix(k.name, "lie-together") || strings.HasPrefix(k.name, "lie-shutdown") || strings.HasPrefix(k.name, "lie-unregister") {
 				rate = []float64{0.3, 0.6, 1}[r.Intn(3)] // one registration per endpoint: a lie there must be likely
 			}
 			out = append(out, fmt.Sprintf("fault %s rate=%g", k.name, rate))
@@ -180,7 +182,15 @@ func (l *liar) Register(r drivers.Region) (drivers.Handle, error) {
 	return h, err
 }
 
-func (l *liar) Unregister(h drivers.Handle) error { return l.d.Unregister(h) }
+func (l *liar) Unregister(h drivers.Handle) error {
+	if l.busy() {
+		return fmt.Errorf("%w: lie: the region is in use by another owner of the store", drivers.ErrBusy)
+	}
+	return l.d.Unregister(h)
+}
+
+// busy decides an UnregisterBusy lie (no draw without it).
+func (l *liar) busy() bool { return l.mix.UnregisterBusy > 0 && l.r.Chance(l.mix.UnregisterBusy) }
 
 func (l *liar) Contains(ctx context.Context, keys []string) ([]bool, error) {
 	present, err := l.d.Contains(ctx, keys)
@@ -238,6 +248,9 @@ func (l *togetherLiar) RegisterTogether(regions []drivers.Region) ([]drivers.Han
 }
 
 func (l *togetherLiar) UnregisterTogether(hs []drivers.Handle) error {
+	if l.busy() {
+		return fmt.Errorf("%w: lie: the regions are in use by another owner of the store", drivers.ErrBusy)
+	}
 	return l.tr.UnregisterTogether(hs)
 }
 
