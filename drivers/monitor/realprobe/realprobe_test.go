@@ -253,20 +253,27 @@ func TestProbesCatch(t *testing.T) {
 			d := newGoDriver()
 			d.work = time.Millisecond
 			tc.bug(d)
-			m := monitored(d, 20*time.Millisecond)
-			md := m.Driver()
-			h, _ := md.Register(drivers.Region{Label: "r", Slots: 1, SlotBytes: 8, Mem: make(drivers.Bytes, 8)})
-			c, err := md.Submit(drivers.RowBatch{Dir: drivers.Fetch, Rows: []drivers.Row{{Key: "k", Handle: h}}}, func() {})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.Cancel()
-			md.Shutdown(context.Background())
-			if vs := m.Finish(); !hasRule(vs, tc.rule) {
+			if vs := cancelOne(t, d, 20*time.Millisecond); !hasRule(vs, tc.rule) {
 				t.Fatalf("want %s, got %v (repro: go test ./drivers/monitor/realprobe -run 'TestProbesCatch/%s')", tc.rule, vs, tc.name)
 			}
 		})
 	}
+}
+
+// cancelOne submits one fetch through the probes (bound), cancels it,
+// shuts the driver down and returns what the monitor found.
+func cancelOne(t *testing.T, d *goDriver, bound time.Duration) []rules.Violation {
+	t.Helper()
+	m := monitored(d, bound)
+	md := m.Driver()
+	h, _ := md.Register(drivers.Region{Label: "r", Slots: 1, SlotBytes: 8, Mem: make(drivers.Bytes, 8)})
+	c, err := md.Submit(drivers.RowBatch{Dir: drivers.Fetch, Rows: []drivers.Row{{Key: "k", Handle: h}}}, func() {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Cancel()
+	md.Shutdown(context.Background())
+	return m.Finish()
 }
 
 // TestSlowCancelNotBlocking: a cancel that overruns the stopwatch but
@@ -276,16 +283,7 @@ func TestSlowCancelNotBlocking(t *testing.T) {
 	d := newGoDriver()
 	d.work = 2 * time.Second // far longer than the cancel: the transfer cannot end inside it
 	d.slowCancel = 40 * time.Millisecond
-	m := monitored(d, 10*time.Millisecond)
-	md := m.Driver()
-	h, _ := md.Register(drivers.Region{Label: "r", Slots: 1, SlotBytes: 8, Mem: make(drivers.Bytes, 8)})
-	c, err := md.Submit(drivers.RowBatch{Dir: drivers.Fetch, Rows: []drivers.Row{{Key: "k", Handle: h}}}, func() {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Cancel()
-	md.Shutdown(context.Background())
-	if vs := m.Finish(); hasRule(vs, rules.DCan1) {
+	if vs := cancelOne(t, d, 10*time.Millisecond); hasRule(vs, rules.DCan1) {
 		t.Fatalf("a slow cancel that left the transfer running was called blocking: %v (repro: go test ./drivers/monitor/realprobe -run TestSlowCancelNotBlocking)", vs)
 	}
 }
