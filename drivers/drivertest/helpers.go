@@ -150,7 +150,7 @@ func (w *world) present(a *arena.Arena, h drivers.Handle, n int) []string {
 		}
 	}
 	if len(out) == 0 {
-		w.skip("no object could be put in place (every publish failed)")
+		w.skip("no object could be put in place (no publish was known to have stored its key when the driver settled)")
 	}
 	return out
 }

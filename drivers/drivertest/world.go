@@ -103,7 +103,7 @@ type callT struct {
 	content [][]byte // PUBLISH: the bytes of each row
 	changes atomic.Int64
 	ended   bool // access ENDED seen by react
-	closed  bool // ENDED and every row final: its keys are no longer in flight
+	closed  atomic.Bool // ENDED and every row final, as react saw: its keys are no longer in flight
 }
 
 // linTimeout bounds one case run's S-LIN check; a timeout is a gap.

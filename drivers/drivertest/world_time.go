@@ -146,9 +146,32 @@ func (w *world) settle() bool {
 	// answer still to come), so the wait is for both.
 	w.lastKick.Store(int64(w.rt.Now()))
 	w.until(func() bool {
-		return (w.allEvidenced() && w.allFinal() && !w.reactQueued.Load() && w.reacting.Load() == 0) || w.rt.Now()-time.Duration(w.lastKick.Load()) > quietFor
+		return (w.allEvidenced() && w.allFinal() && w.allSeen() && !w.reactQueued.Load() && w.reacting.Load() == 0) || w.rt.Now()-time.Duration(w.lastKick.Load()) > quietFor
 	})
 	return w.allEvidenced()
+}
+
+// allSeen: every call the driver shows ENDED with every row final was seen
+// so by react too (what the suite knows of the store: publish truth), not
+// only by a direct read. A driver may call back well after its state
+// changed (D-CB-2 lets it delay and coalesce callbacks); until then the
+// world still counts the call's keys in flight, and a case that asks for a
+// key put in place would skip. A driver that never calls back ends the
+// wait at quietFor.
+func (w *world) allSeen() bool {
+	w.mu.Lock()
+	calls := append([]*callT(nil), w.calls...)
+	w.mu.Unlock()
+	for _, ct := range calls {
+		if ct.closed.Load() || ct.c.Access() != drivers.AccessEnded {
+			continue
+		}
+		res := ct.c.Results()
+		if len(res) != len(ct.b.Rows) || !slices.ContainsFunc(res, func(s drivers.Status) bool { return !s.Final() }) {
+			return false
+		}
+	}
+	return true
 }
 
 // allFinal: every accepted call's every row result is final.
@@ -224,7 +247,7 @@ func (w *world) react() {
 	onEnded, onReact, draining := w.onEnded, w.onReact, w.draining && !w.drainDone
 	w.mu.Unlock()
 	for _, ct := range calls {
-		if ct.closed {
+		if ct.closed.Load() {
 			continue
 		}
 		// Results first: the monitor then reports rows final (and the
@@ -245,7 +268,7 @@ func (w *world) react() {
 		// flight. A wrong number of results is final as it is (every row
 		// counts as FAULT).
 		if len(res) != len(ct.b.Rows) || !slices.ContainsFunc(res, func(s drivers.Status) bool { return !s.Final() }) {
-			ct.closed = true
+			ct.closed.Store(true)
 			w.ended(ct, res)
 		}
 	}
