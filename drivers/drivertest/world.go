@@ -102,7 +102,7 @@ type callT struct {
 	err     error
 	content [][]byte // PUBLISH: the bytes of each row
 	changes atomic.Int64
-	ended   bool // access ENDED seen by react
+	ended   bool        // access ENDED seen by react
 	closed  atomic.Bool // ENDED and every row final, as react saw: its keys are no longer in flight
 }
 
