@@ -226,10 +226,20 @@ func (c *callRec) returnBuf(lent bool) {
 	}
 }
 
-// waited tells whether the transfer finished while Cancel ran: some row was
-// PENDING before it, and every row was final when it returned.
+// waited tells whether the transfer finished while Cancel ran: every row
+// was final when it returned, and some row went from PENDING to a
+// transfer's end (OK, MISS or FAULT) — not to NOT_ATTEMPTED, which a
+// cancel may answer at once for rows that never started.
 func waited(res0, res1 []drivers.Status, allFinal bool) bool {
-	return allFinal && len(pendingIn(res0)) > 0 && len(res1) > 0
+	if !allFinal || len(res0) != len(res1) {
+		return false
+	}
+	for i := range res0 {
+		if res0[i] == drivers.Pending && res1[i] != drivers.Pending && res1[i] != drivers.NotAttempted {
+			return true
+		}
+	}
+	return false
 }
 
 // pendingIn lists the rows still PENDING.

@@ -30,7 +30,10 @@ type goDriver struct {
 	// slowCancel: Cancel takes this long and then leaves the call to run
 	// (best effort): slow, but it waits for nothing of the transfer.
 	slowCancel time.Duration
-	work       time.Duration
+	// eagerCancel: the slow Cancel then marks every row NOT_ATTEMPTED itself
+	// (the rows never started) and ends access.
+	eagerCancel bool
+	work        time.Duration
 
 	mu     sync.Mutex
 	wg     sync.WaitGroup
@@ -104,6 +107,11 @@ func (c *goCall) run() {
 		outcome = drivers.NotAttempted
 	}
 	c.d.mu.Lock()
+	if c.acc == drivers.AccessEnded { // an eager cancel ended it
+		c.d.mu.Unlock()
+		c.onChange()
+		return
+	}
 	for i := range c.res {
 		c.res[i] = outcome
 	}
@@ -140,6 +148,15 @@ func (c *goCall) Cancel() drivers.CancelResult {
 	c.d.mu.Unlock()
 	if c.d.slowCancel > 0 {
 		time.Sleep(c.d.slowCancel)
+		if c.d.eagerCancel {
+			c.d.mu.Lock()
+			for i := range c.res {
+				c.res[i] = drivers.NotAttempted
+			}
+			c.acc = drivers.AccessEnded
+			c.d.mu.Unlock()
+			close(c.cancel)
+		}
 		return drivers.CancelRequested
 	}
 	if c.d.blocking {
@@ -285,6 +302,18 @@ func TestSlowCancelNotBlocking(t *testing.T) {
 	d.slowCancel = 40 * time.Millisecond
 	if vs := cancelOne(t, d, 10*time.Millisecond); hasRule(vs, rules.DCan1) {
 		t.Fatalf("a slow cancel that left the transfer running was called blocking: %v (repro: go test ./drivers/monitor/realprobe -run TestSlowCancelNotBlocking)", vs)
+	}
+}
+
+// TestSlowEagerCancelNotBlocking: a cancel that overruns the stopwatch and
+// marks the rows NOT_ATTEMPTED itself (they never started) finished no
+// transfer: not D-CAN-1.
+func TestSlowEagerCancelNotBlocking(t *testing.T) {
+	d := newGoDriver()
+	d.work = 2 * time.Second
+	d.slowCancel, d.eagerCancel = 40*time.Millisecond, true
+	if vs := cancelOne(t, d, 10*time.Millisecond); hasRule(vs, rules.DCan1) {
+		t.Fatalf("a slow cancel that answered its unstarted rows NOT_ATTEMPTED was called blocking: %v (repro: go test ./drivers/monitor/realprobe -run TestSlowEagerCancelNotBlocking)", vs)
 	}
 }
 
