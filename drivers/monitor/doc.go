@@ -89,8 +89,9 @@
 // ALREADY_DONE only when every row is final; REQUESTED only when CanCancel is
 // declared ("capabilities"). Blocking is a wall-time property: with
 // Options.CancelBound set (realprobe.Stopwatch) a cancel that overruns the
-// bound, and returns with the transfer done (a row PENDING before it, every
-// row final after it), is D-CAN-1: a cancel that waits for the transfer. An
+// bound, and returns with the transfer done (a row went PENDING → OK, MISS
+// or FAULT during it, every row final after it; NOT_ATTEMPTED rows never
+// started), is D-CAN-1: a cancel that waits for the transfer. An
 // overrun alone is not — a loaded machine makes any cancel late — and the
 // stopwatch itself does not count the time the process was not running (a
 // ticking goroutine measures the stall). Without it (simulated drivers, which cannot block on a
