@@ -36,7 +36,7 @@ type Clock interface{ Now() time.Duration }
 type Stamper interface{ Stamp() uint64 }
 
 // Stamp is c's next finding number, or 0 when c numbers none (a wall
-// clock, or no clock).
+// clock, or nil).
 func Stamp(c Clock) uint64 {
 	if s, ok := c.(Stamper); ok {
 		return s.Stamp()

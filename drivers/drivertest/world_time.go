@@ -166,12 +166,18 @@ func (w *world) allSeen() bool {
 		if ct.closed.Load() || ct.c.Access() != drivers.AccessEnded {
 			continue
 		}
-		res := ct.c.Results()
-		if len(res) != len(ct.b.Rows) || !slices.ContainsFunc(res, func(s drivers.Status) bool { return !s.Final() }) {
+		if over(ct, ct.c.Results()) {
 			return false
 		}
 	}
 	return true
+}
+
+// over: with access ENDED, results res make the call over for the store —
+// every row final, or a wrong number of results (final as it is: every row
+// counts as FAULT).
+func over(ct *callT, res []drivers.Status) bool {
+	return len(res) != len(ct.b.Rows) || !slices.ContainsFunc(res, func(s drivers.Status) bool { return !s.Final() })
 }
 
 // allFinal: every accepted call's every row result is final.
@@ -267,7 +273,7 @@ func (w *world) react() {
 		// its slots and stores them later), and until then its keys are in
 		// flight. A wrong number of results is final as it is (every row
 		// counts as FAULT).
-		if len(res) != len(ct.b.Rows) || !slices.ContainsFunc(res, func(s drivers.Status) bool { return !s.Final() }) {
+		if over(ct, res) {
 			ct.closed.Store(true)
 			w.ended(ct, res)
 		}

@@ -272,10 +272,7 @@ func (m *Monitor) violateLocked(v rules.Violation) {
 		m.seen = map[vkey]bool{}
 	}
 	m.seen[k] = true
-	v.Class, v.At, v.Seed = rules.Contract, m.now(), m.opts.Seed
-	if m.opts.Clock != nil {
-		v.Seq = sim.Stamp(m.opts.Clock)
-	}
+	v.Class, v.At, v.Seq, v.Seed = rules.Contract, m.now(), sim.Stamp(m.opts.Clock), m.opts.Seed
 	m.violations = append(m.violations, v)
 }
 

@@ -89,11 +89,7 @@ func (ep *Endpoint) spoil(v drivers.View, bad workload.Bad) drivers.View {
 		}
 		v.Mask = append(v.Mask, true) // one row only: make it malformed another way
 	case bad == workload.Outside:
-		for _, r := range ep.Regions {
-			if h, ok := ep.Backend.Handle(r.Label); ok && h == v.Rows[in].Handle {
-				v.Rows[in].Slot = r.Slots // just past the region's last slot
-			}
-		}
+		ep.pastEnd(&v.Rows[in])
 	case bad == workload.Below:
 		v.Rows[in].Slot = -1
 	}
@@ -122,13 +118,18 @@ func (ep *Endpoint) spoilMasked(v drivers.View, bad workload.Bad) drivers.View {
 			v.Rows[out].Handle, v.Rows[out].Slot = v.Rows[other].Handle, v.Rows[other].Slot
 		}
 	case workload.MaskedOutside:
-		for _, r := range ep.Regions {
-			if h, ok := ep.Backend.Handle(r.Label); ok && h == v.Rows[out].Handle {
-				v.Rows[out].Slot = r.Slots
-			}
-		}
+		ep.pastEnd(&v.Rows[out])
 	}
 	return v
+}
+
+// pastEnd moves row to the slot just past its region's last.
+func (ep *Endpoint) pastEnd(row *drivers.Row) {
+	for _, r := range ep.Regions {
+		if h, ok := ep.Backend.Handle(r.Label); ok && h == row.Handle {
+			row.Slot = r.Slots
+		}
+	}
 }
 
 // afterStep tells every endpoint's reference model that a step ended.

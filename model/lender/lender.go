@@ -294,10 +294,7 @@ func (l *Lender) now() time.Duration {
 }
 
 func (l *Lender) violate(rule rules.ID, ln *Loan, format string, args ...any) {
-	v := rules.Violation{Rule: rule, Class: rules.Safety, Row: -1, At: l.now(), Detail: fmt.Sprintf(format, args...)}
-	if l.clock != nil {
-		v.Seq = sim.Stamp(l.clock)
-	}
+	v := rules.Violation{Rule: rule, Class: rules.Safety, Row: -1, At: l.now(), Seq: sim.Stamp(l.clock), Detail: fmt.Sprintf(format, args...)}
 	if ln != nil {
 		v.Loan = ln.id
 	}

@@ -339,12 +339,8 @@ func (m *Model) fail(rule rules.ID, a *attempt, call drivers.CallID, what, detai
 	if a != nil && a.view != nil {
 		detail = fmt.Sprintf("attempt %d (%v): %s", a.view.ID(), a.dir, detail)
 	}
-	v := rules.Violation{Rule: rule, Class: rule.Class(), Endpoint: m.cfg.Endpoint, Call: uint64(call), Row: -1,
-		At: m.now(), Seed: m.cfg.Seed, Detail: detail}
-	if m.cfg.Clock != nil {
-		v.Seq = sim.Stamp(m.cfg.Clock)
-	}
-	m.found = append(m.found, v)
+	m.found = append(m.found, rules.Violation{Rule: rule, Class: rule.Class(), Endpoint: m.cfg.Endpoint, Call: uint64(call), Row: -1,
+		At: m.now(), Seq: sim.Stamp(m.cfg.Clock), Seed: m.cfg.Seed, Detail: detail})
 }
 
 // guard runs one step of the model; a bug of the model is reported as the
