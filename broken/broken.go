@@ -186,6 +186,11 @@ const (
 	// and frees it once per handout: the second close of the pair closes the
 	// next registration of the same memory (D-REG-1, D-REG-3).
 	DoubleRegistration Name = "DoubleRegistration"
+	// ValidatesLate validates a batch row by row as it starts the rows: the
+	// valid rows before an invalid one have their slots read (a send buffer
+	// filled, a transfer posted) before the batch is refused as invalid
+	// (D-SUB-1).
+	ValidatesLate Name = "ValidatesLate"
 )
 
 // Prefix is what the driver registry puts before a Name.
@@ -270,6 +275,7 @@ var specs = []Spec{
 	{Name: NoTogetherRollback, Rule: rules.DTog1, Together: true, Fault: "no rollback after a partial together-registration",
 		Provoke: memdriver.FaultMix{TogetherFail: 0.3}},
 	{Name: DoubleRegistration, Rule: rules.DReg1, Alt: rules.DReg3, Fault: "one buffer registered twice, and the pair freed twice"},
+	{Name: ValidatesLate, Rule: rules.DSub1, Fault: "reads the slots of the rows before an invalid one, then refuses the batch"},
 
 	// Answers the suite once took on trust (answers.go).
 	{Name: DrainLeaksFaulted, Rule: rules.DDrain1, Fault: "a call that ended with a FAULT row stays pending in every drain",

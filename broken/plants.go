@@ -60,6 +60,7 @@ import (
 //	EmptyGetOK              hook     Row: an absent key's FETCH moves nothing and reports OK
 //	NoTogetherRollback      hook     Waive D-TOG-1 (every piece)
 //	DoubleRegistration      wrapper  Register, Unregister
+//	ValidatesLate           wrapper  Submit, memory: the rows before an invalid one read
 //
 // The drivers whose bug hides in an answer the suite once took on trust
 // (a "not done", a label, a NOT_ATTEMPTED, a refusal, a lookup) are in
@@ -237,6 +238,8 @@ func (w *driver) install(n Name) {
 		w.emptyGetOK()
 	case DoubleRegistration:
 		w.doubleRegistration()
+	case ValidatesLate:
+		w.submit = w.validateLate
 	default:
 		w.installAnswer(n) // the answers the suite once took on trust (answers.go)
 	}

@@ -216,3 +216,34 @@ func (w *driver) writeOutside() func(*memory, drivers.Toucher, int, []byte) erro
 		return nil
 	}
 }
+
+// validateLate is ValidatesLate (D-SUB-1): the batch is checked row by row
+// as each row starts, and a row starts by reading its slot (a PUBLISH's
+// bytes copied into a send buffer; a FETCH's slot read for its receive
+// descriptor). So the rows before the first invalid one are touched before
+// the reference driver refuses the batch. A valid batch passes untouched.
+func (w *driver) validateLate(b drivers.RowBatch) error {
+	w.mu.Lock()
+	regions := make([]drivers.Region, len(b.Rows))
+	known := make([]bool, len(b.Rows))
+	for i, r := range b.Rows {
+		regions[i], known[i] = w.regions[r.Handle]
+	}
+	w.mu.Unlock()
+	bad := -1
+	for i, r := range b.Rows {
+		dup := slices.ContainsFunc(b.Rows[:i], func(o drivers.Row) bool {
+			return o.Key == r.Key || o.Handle == r.Handle && o.Slot == r.Slot
+		})
+		if r.Key == "" || !known[i] || r.Slot < 0 || r.Slot >= regions[i].Slots || dup {
+			bad = i
+			break
+		}
+	}
+	for i := range max(bad, 0) {
+		reg := regions[i]
+		buf := make([]byte, reg.SlotBytes)
+		_ = reg.Mem.Read(drivers.Toucher{Row: i}, reg.SlotOffset(b.Rows[i].Slot), buf)
+	}
+	return nil
+}

@@ -104,6 +104,7 @@ var swarmCaught = map[broken.Name]rules.ID{
 	broken.EmptyGetOK:             rules.DStatus,
 	broken.NoTogetherRollback:     rules.DTog1,
 	broken.DoubleRegistration:     rules.DReg1,
+	broken.ValidatesLate:          rules.DSub1,
 }
 
 // TestSwarm: each driver of swarmCaught fails a generated run on its rule

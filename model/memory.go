@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/rules"
@@ -37,7 +38,7 @@ func CheckMemory(touches []arena.Touch, calls []CallInfo, seed uint64) []rules.V
 	for i := range calls {
 		byID[calls[i].ID] = &calls[i]
 	}
-	return checkTouches(ts, func(id drivers.CallID) *CallInfo { return byID[id] }, nil, false, seed)
+	return checkTouches(ts, func(id drivers.CallID) *CallInfo { return byID[id] }, nil, false, nil, seed)
 }
 
 // MemoryViolations runs the memory oracle: the arenas' own S-NO-LATE-ACCESS
@@ -68,7 +69,7 @@ func (r *Recorder) MemoryViolations(arenas ...*arena.Arena) []rules.Violation {
 		touches = r.touches
 	}
 	dropped, first := r.touchDropped, r.firstDropped
-	out := checkTouches(touches, r.callInfo, avs, r.escaped > 0, r.opts.Seed)
+	out := checkTouches(touches, r.callInfo, avs, r.escaped > 0, r.refusedIn, r.opts.Seed)
 	resort := false
 	if puts := r.notAttemptedPutsLocked(); len(puts) > 0 {
 		out = append(out, puts...)
@@ -121,10 +122,21 @@ func (r *Recorder) callInfo(id drivers.CallID) *CallInfo {
 	return nil
 }
 
+// seqSpan is a span of the recorder's event sequence, [from, to).
+type seqSpan struct{ from, to int64 }
+
+// maxRefusedSpans bounds the spans a recorder keeps of refused Submits: a
+// run refusing more than this has told its story.
+const maxRefusedSpans = 4096
+
 // checkTouches: call finds a call's facts by id (nil: none);
 // tolerateUnknown excuses touches by calls the monitor never saw, when a
-// submit failed after which rows may have escaped (D-SUB-2).
-func checkTouches(touches []stampedTouch, call func(drivers.CallID) *CallInfo, avs []arena.Violation, tolerateUnknown bool, seed uint64) []rules.Violation {
+// submit failed after which rows may have escaped (D-SUB-2); refused are
+// the spans of Submits refused with a nothing-escaped error: a touch by no
+// known call inside one was made by the refused Submit itself, before it
+// refused — the batch was not validated first (D-SUB-1). Where a Submit
+// escaped (tolerateUnknown) the touch may be that call's, and is excused.
+func checkTouches(touches []stampedTouch, call func(drivers.CallID) *CallInfo, avs []arena.Violation, tolerateUnknown bool, refused []seqSpan, seed uint64) []rules.Violation {
 	keyOf := func(by drivers.Toucher) string {
 		if c := call(by.Call); c != nil && by.Row >= 0 && by.Row < len(c.Rows) {
 			return c.Rows[by.Row].Key
@@ -154,6 +166,9 @@ func checkTouches(touches []stampedTouch, call func(drivers.CallID) *CallInfo, a
 		c := call(t.By.Call)
 		switch {
 		case c == nil && tolerateUnknown:
+			continue
+		case c == nil && t.online && slices.ContainsFunc(refused, func(s seqSpan) bool { return t.seq >= s.from && t.seq < s.to }):
+			add(rules.DSub1, t.Touch, "touch during a Submit that then refused the batch as invalid, closed or rejected: the batch must be validated before any access")
 			continue
 		case c == nil:
 			add(rules.DSub6, t.Touch, fmt.Sprintf("touch by call %d, which the monitor never saw submitted", t.By.Call))

@@ -69,20 +69,21 @@ type Recorder struct {
 	// regList is every region registered, in order, with the handle it was
 	// registered as: a few, so a scan from the latest back finds a handle's
 	// region (regionIndex) faster than a map's hash.
-	regList  []registered
-	calls    callIndex
-	order    []*callRec
-	early    map[drivers.CallID][]earlyEvent
-	starting []starting // SubmitStarting's marks whose Submitted has not come
-	labels   map[drivers.CallID]string
-	puts     map[callRow]mark // the first put the store ran of a publish row, when callRec.puts cannot hold it
-	anonPuts map[string]bool  // keys the store ran a put of that named no call (UnattributedPut)
-	extra    []extraOp        // escaped publishes and lookups
-	escaped  int              // submits that failed with an error after which rows may have escaped
-	unread   int              // publish slots that could not be read
-	notes    []Note
-	touches  []stampedTouch
-	scratch  []byte // the slot bytes a digest reads (peekSlot)
+	regList   []registered
+	calls     callIndex
+	order     []*callRec
+	early     map[drivers.CallID][]earlyEvent
+	starting  []starting // SubmitStarting's marks whose Submitted has not come
+	labels    map[drivers.CallID]string
+	puts      map[callRow]mark // the first put the store ran of a publish row, when callRec.puts cannot hold it
+	anonPuts  map[string]bool  // keys the store ran a put of that named no call (UnattributedPut)
+	extra     []extraOp        // escaped publishes and lookups
+	escaped   int              // submits that failed with an error after which rows may have escaped
+	refusedIn []seqSpan        // the event spans of Submits refused with a nothing-escaped error (touches inside: D-SUB-1)
+	unread    int              // publish slots that could not be read
+	notes     []Note
+	touches   []stampedTouch
+	scratch   []byte // the slot bytes a digest reads (peekSlot)
 
 	notesDropped    int                      // notes beyond MaxNotes
 	touchSeen       map[touchKey]bool        // kinds of touch kept that callRec.touched does not mark (see OnTouch)
@@ -345,6 +346,9 @@ func (r *Recorder) submitFailed(at time.Duration, start mark, b drivers.RowBatch
 	clean := errors.Is(err, drivers.ErrInvalidSubmission) || errors.Is(err, drivers.ErrClosed) || errors.Is(err, drivers.ErrRejected)
 	if clean {
 		r.notef(at, TagSubmit, 0, "", func() string { return fmt.Sprintf("%v of %d rows refused: %v", b.Dir, len(b.Rows), err) })
+		if start.seq < r.cur() && len(r.refusedIn) < maxRefusedSpans {
+			r.refusedIn = append(r.refusedIn, seqSpan{from: start.seq, to: r.cur()})
+		}
 		return
 	}
 	r.escaped++

@@ -103,7 +103,7 @@ func caseRepeatedKey(w *world) {
 	i, j = min(i, j), max(i, j)
 	dir := w.anyDir()
 	rows := w.rows(a, h, keys...)
-	before := w.touches.Load()
+	before := w.touchMark()
 	ct := w.submit(dir, rows)
 	if ct.err == nil {
 		w.fail(rules.DBatchKeys, "%v batch naming key %q in rows %d and %d was accepted (call %d)", dir, keys[i], i, j, ct.c.ID())
@@ -111,8 +111,8 @@ func caseRepeatedKey(w *world) {
 		return
 	}
 	w.settle()
-	if n := w.touches.Load() - before; n != 0 {
-		w.fail(rules.DSub1, "a batch refused for a repeated key touched memory %d times", n)
+	if n := w.touchesOn(before, rows); n != 0 {
+		w.fail(rules.DSub1, "a batch refused for a repeated key touched its rows' memory %d times", n)
 	}
 	// Across calls a repeated key is legal: both calls must be accepted.
 	k := w.key()
@@ -185,16 +185,19 @@ func caseInvalidBatches(w *world) {
 	if !w.directed {
 		w.shuffle(len(cases), func(i, j int) { cases[i], cases[j] = cases[j], cases[i] })
 	}
-	before := w.touches.Load()
+	before := w.touchMark()
+	var refused []drivers.Row
 	for _, bc := range cases {
 		ct := w.submit(bc.b.Dir, bc.b.Rows)
 		if ct.err == nil {
 			w.fail(rules.DBatchValid, "a batch with %s was accepted (call %d)", bc.what, ct.c.ID())
+		} else {
+			refused = append(refused, bc.b.Rows...)
 		}
 	}
 	w.settle()
-	if n := w.touches.Load() - before; n != 0 && len(w.calls) == 0 {
-		w.fail(rules.DSub1, "refused batches touched memory %d times", n)
+	if n := w.touchesOn(before, refused); n != 0 && len(w.calls) == 0 {
+		w.fail(rules.DSub1, "refused batches touched their rows' memory %d times", n)
 	}
 }
 
@@ -238,15 +241,15 @@ func caseValidateFirst(w *world) {
 	for i := range rows {
 		rows[i].Position = i
 	}
-	before := w.touches.Load()
+	before := w.touchMark()
 	ct := w.submit(dir, rows)
 	w.settle()
 	if ct.err == nil {
 		w.fail(rules.DSub1, "a batch whose row %d is invalid was accepted (call %d)", bad, ct.c.ID())
 		return
 	}
-	if n := w.touches.Load() - before; n != 0 {
-		w.fail(rules.DSub1, "a batch refused for its invalid row %d touched memory %d times before refusing", bad, n)
+	if n := w.touchesOn(before, rows); n != 0 {
+		w.fail(rules.DSub1, "a batch refused for its invalid row %d touched its rows' memory %d times before refusing", bad, n)
 	}
 	if dir == drivers.Publish {
 		for _, k := range keys {

@@ -61,6 +61,11 @@ type world struct {
 	reactQueued atomic.Bool
 	reacting    atomic.Int32 // react runs (real time: settle waits for it)
 	touches     atomic.Int64
+	// touchLog is every touch's place, in order (touchesOn): a check that a
+	// refused batch touched nothing looks at its own rows' bytes, not at a
+	// slow earlier call still moving its own (D-SUB-1).
+	touchMu  sync.Mutex
+	touchLog []touchAt
 
 	sh *arena.Shared // the arenas' memory (Harness.SharedMemory), or nil: Go heap
 
@@ -277,7 +282,52 @@ func (w *world) arena(label string, slots, slotBytes int) *arena.Arena {
 
 func (w *world) onTouch(t arena.Touch) {
 	w.touches.Add(1)
+	w.touchMu.Lock()
+	w.touchLog = append(w.touchLog, touchAt{region: t.Region, off: t.Off, n: t.N})
+	w.touchMu.Unlock()
 	w.ep.Recorder.OnTouch(t)
+}
+
+// touchAt is where one touch fell: a region's bytes [off, off+n).
+type touchAt struct {
+	region string
+	off, n int
+}
+
+// touchMark is the place in the touch log now: touchesOn counts from it.
+func (w *world) touchMark() int {
+	w.touchMu.Lock()
+	defer w.touchMu.Unlock()
+	return len(w.touchLog)
+}
+
+// touchesOn counts the touches since mark that fell on the slots of rows
+// (rows on a handle the world never bound, or outside their region, have no
+// bytes of their own: the memory oracle judges such touches).
+func (w *world) touchesOn(mark int, rows []drivers.Row) int {
+	type span struct {
+		region   string
+		from, to int
+	}
+	var spans []span
+	for _, r := range rows {
+		if a := w.arenaOf(r.Handle); a != nil && r.Slot >= 0 && r.Slot < a.Region().Slots {
+			sb := a.Region().SlotBytes
+			spans = append(spans, span{a.Label(), r.Slot * sb, (r.Slot + 1) * sb})
+		}
+	}
+	w.touchMu.Lock()
+	defer w.touchMu.Unlock()
+	n := 0
+	for _, t := range w.touchLog[min(mark, len(w.touchLog)):] {
+		for _, s := range spans {
+			if t.region == s.region && t.off < s.to && t.off+max(t.n, 1) > s.from {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
 
 // slots hands out n fresh slots of a.
