@@ -407,7 +407,7 @@ func (r *run) endpointOptions(spec workload.Endpoint) EndpointOptions {
 	}
 	return EndpointOptions{
 		Name: spec.Name, Driver: spec.Driver, New: r.cfg.Factory, Seed: r.log.Seed,
-		Caps:      drivers.Capabilities{MaxRowsPerOp: spec.MaxRows, AbsentIsMiss: spec.AbsentIsMiss, CanFetch: true, CanPublish: true, CanCancel: true},
+		Caps:      drivers.Capabilities{MaxRowsPerOp: spec.MaxRows, AbsentIsMiss: spec.AbsentIsMiss, CanFetch: spec.Dirs != "publish", CanPublish: spec.Dirs != "fetch", CanCancel: true},
 		Observers: observers,
 		Memory:    memory,
 		Backend:   backend.Config{MaxCallsInFlight: spec.InFlight, MaxQueuedCalls: spec.Queued, MaxUnprovable: spec.Unprovable},

@@ -37,6 +37,8 @@ type Lies struct {
 	ShutdownLabels  float64 // per Shutdown: the driver's labels are lost (the backend must name what it knows is held)
 	LookupPanics    float64 // per Contains: the store client panics instead of answering
 	UnregisterBusy  float64 // per close: ErrBusy without closing, as a driver other owners share may answer (the binding stays)
+	ResultsLong     float64 // per call: Results answers one status more (FAULT), forever
+	ShutdownPanics  float64 // per Shutdown: the driver shuts down, then its Shutdown panics (its labels lost)
 	_               struct{}
 }
 
@@ -52,6 +54,8 @@ var lieKinds = []struct{ name string }{
 	{"lie-shutdown-labels"},
 	{"lie-lookup-panics"},
 	{"lie-unregister-busy"},
+	{"lie-results-long"},
+	{"lie-shutdown-panics"},
 }
 
 // rate is the field of lieKinds[kind] (a method, not a func value per
@@ -60,7 +64,7 @@ func (l *Lies) rate(kind int) *float64 {
 	return [...]*float64{
 		&l.LookupShort, &l.LookupLong, &l.ResultsShort, &l.SubmitEscapes,
 		&l.SubmitPanics, &l.RegisterUnknown, &l.TogetherShort, &l.ShutdownLabels,
-		&l.LookupPanics, &l.UnregisterBusy,
+		&l.LookupPanics, &l.UnregisterBusy, &l.ResultsLong, &l.ShutdownPanics,
 	}[kind]
 }
 
@@ -219,6 +223,8 @@ func (l *liar) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error)
 		panic("lie: the store client panicked after sending the request")
 	case l.r.Chance(l.mix.ResultsShort):
 		return shortCall{c}, nil
+	case l.mix.ResultsLong > 0 && l.r.Chance(l.mix.ResultsLong): // no draw without the lie
+		return longCall{c}, nil
 	}
 	return c, nil
 }
@@ -226,6 +232,9 @@ func (l *liar) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error)
 func (l *liar) Drain() drivers.DrainStatus { return l.d.Drain() }
 func (l *liar) Shutdown(ctx context.Context) []string {
 	labels := l.d.Shutdown(ctx)
+	if l.mix.ShutdownPanics > 0 && l.r.Chance(l.mix.ShutdownPanics) { // no draw without the lie
+		panic("lie: the store client panicked while shutting down")
+	}
 	if len(labels) > 0 && l.r.Chance(l.mix.ShutdownLabels) {
 		return nil
 	}
@@ -263,4 +272,11 @@ func (c shortCall) Results() []drivers.Status {
 		return res
 	}
 	return res[:len(res)-1]
+}
+
+// longCall answers one result more than the call has rows (a FAULT).
+type longCall struct{ drivers.Call }
+
+func (c longCall) Results() []drivers.Status {
+	return append(c.Call.Results(), drivers.Fault)
 }

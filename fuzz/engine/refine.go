@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"time"
 
 	"github.com/storesim/storesim/backend"
@@ -9,6 +10,7 @@ import (
 	"github.com/storesim/storesim/drivers/rules"
 	"github.com/storesim/storesim/fuzz/workload"
 	"github.com/storesim/storesim/model/refine"
+	"github.com/storesim/storesim/sim"
 )
 
 // Admit runs Fetch or Publish and tells the reference model (B-MODEL).
@@ -68,12 +70,18 @@ func (ep *Endpoint) spoil(v drivers.View, bad workload.Bad) drivers.View {
 	case workload.MaskedDupSlot, workload.MaskedEmptyKey, workload.MaskedOutside:
 		return ep.spoilMasked(v, bad)
 	}
-	in := -1 // the first masked-in row
+	// The row spoiled: one of the masked-in rows, drawn from the view's
+	// first key (so the op log replays it), not always the first — a check
+	// made only for the first row of a region would pass that one.
+	var ins []int
 	for i, m := range v.Mask {
 		if m {
-			in = i
-			break
+			ins = append(ins, i)
 		}
+	}
+	in := -1
+	if len(ins) > 0 {
+		in = ins[sim.HashString(v.Rows[0].Key)%uint64(len(ins))]
 	}
 	switch {
 	case bad == workload.MaskLength || in < 0:
@@ -81,13 +89,12 @@ func (ep *Endpoint) spoil(v drivers.View, bad workload.Bad) drivers.View {
 	case bad == workload.EmptyKey:
 		v.Rows[in].Key = ""
 	case bad == workload.DupSlot:
-		for j := in + 1; j < len(v.Rows); j++ {
-			if v.Mask[j] {
-				v.Rows[j].Handle, v.Rows[j].Slot = v.Rows[in].Handle, v.Rows[in].Slot
-				return v
-			}
+		if len(ins) < 2 {
+			v.Mask = append(v.Mask, true) // one row only: make it malformed another way
+			break
 		}
-		v.Mask = append(v.Mask, true) // one row only: make it malformed another way
+		j := ins[(slices.Index(ins, in)+1)%len(ins)] // another masked-in row takes in's slot
+		v.Rows[j].Handle, v.Rows[j].Slot = v.Rows[in].Handle, v.Rows[in].Slot
 	case bad == workload.Outside:
 		ep.pastEnd(&v.Rows[in])
 	case bad == workload.Below:

@@ -111,6 +111,10 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 	// FAULT.
 	sizes := sim.NewRand(sim.SubSeed(seed, "workload/sizes"))
 	mixedSizes := sizes.Chance(0.25)
+	// Now and then an endpoint leaves a backend bound at zero (the
+	// backend's default, SPEC §3) or has a driver of one direction only
+	// (dirs=), from a stream of their own.
+	shape := sim.NewRand(sim.SubSeed(seed, "workload/shape"))
 	l.Endpoints = make([]Endpoint, 0, nEnd)
 	for i := range nEnd {
 		e := Endpoint{
@@ -121,6 +125,14 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 			InFlight:     1 + r.Intn(6),
 			Queued:       2 + r.Intn(31),
 			Unprovable:   1 + r.Intn(16),
+		}
+		for _, v := range []*int{&e.InFlight, &e.Queued, &e.Unprovable} {
+			if shape.Chance(defaultBoundChance) {
+				*v = 0
+			}
+		}
+		if shape.Chance(oneDirChance) {
+			e.Dirs = []string{"fetch", "publish"}[shape.Intn(2)]
 		}
 		nReg := 1 + r.Intn(maxRegions)
 		e.Regions = make([]RegionSpec, 0, nReg)
@@ -190,9 +202,15 @@ func Generate(seed uint64, cfg GenConfig) *Log {
 			l.Ops = append(l.Ops, Op{At: at, Kind: Cancel, Target: rowOps[from+r.Intn(len(rowOps)-from)]})
 			continue
 		}
-		op := Op{At: at, Kind: Publish, Endpoint: l.Endpoints[r.Intn(nEnd)].Name}
+		ep := &l.Endpoints[r.Intn(nEnd)]
+		op := Op{At: at, Kind: Publish, Endpoint: ep.Name}
 		if r.Chance(0.5) {
 			op.Kind = Fetch
+		}
+		// An endpoint of one direction is mostly asked for that one; the
+		// rest must be refused as malformed.
+		if ep.Dirs != "" && op.Kind.String() != ep.Dirs && shape.Chance(0.85) {
+			op.Kind = Fetch + Publish - op.Kind
 		}
 		big := rare.Chance(bigViewChance)
 		if big {
@@ -355,6 +373,15 @@ func (g *gen) name(i int) string {
 	}
 	return g.names[i]
 }
+
+// defaultBoundChance is the chance, per endpoint and bound (in flight,
+// queued, UNPROVABLE), that the bound is left zero: the backend's default.
+// oneDirChance is the chance an endpoint's driver supports one direction
+// only.
+const (
+	defaultBoundChance = 0.06
+	oneDirChance       = 0.08
+)
 
 // bigViewChance is the chance of a view of more than bigViewRows rows (the
 // backend's smallView: longer views index their slots in a map).

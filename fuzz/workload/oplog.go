@@ -102,7 +102,10 @@ type Endpoint struct {
 	InFlight     int
 	Queued       int
 	Unprovable   int
-	Regions      []RegionSpec
+	// Dirs limits the directions the endpoint's driver supports: "" both,
+	// "fetch" or "publish" only (printed as dirs=… only when set).
+	Dirs    string
+	Regions []RegionSpec
 	Faults       []string // one fault line each, without the "fault <endpoint> " prefix
 }
 
@@ -193,8 +196,12 @@ func (l *Log) String() string {
 		for i, r := range e.Regions {
 			regs[i] = fmt.Sprintf("%s:%dx%d", r.Label, r.Slots, r.SlotBytes)
 		}
-		fmt.Fprintf(&b, "endpoint %s driver=%s rows=%d absent-is-miss=%t inflight=%d queued=%d unprovable=%d regions=%s\n",
-			e.Name, e.Driver, e.MaxRows, e.AbsentIsMiss, e.InFlight, e.Queued, e.Unprovable, strings.Join(regs, ","))
+		dirs := ""
+		if e.Dirs != "" {
+			dirs = " dirs=" + e.Dirs
+		}
+		fmt.Fprintf(&b, "endpoint %s driver=%s rows=%d absent-is-miss=%t inflight=%d queued=%d unprovable=%d%s regions=%s\n",
+			e.Name, e.Driver, e.MaxRows, e.AbsentIsMiss, e.InFlight, e.Queued, e.Unprovable, dirs, strings.Join(regs, ","))
 		for _, f := range e.Faults {
 			fmt.Fprintf(&b, "fault %s %s\n", e.Name, f)
 		}
@@ -406,7 +413,16 @@ func (p *parser) parseEndpoint(rest string) error {
 		case "absent-is-miss":
 			e.AbsentIsMiss, err = strconv.ParseBool(v)
 		case "inflight":
-			e.InFlight, err = setting(v, 1)
+			e.InFlight, err = setting(v, 0)
+		case "dirs":
+			switch v {
+			case "fetch", "publish":
+				e.Dirs = v
+			case "both":
+				e.Dirs = ""
+			default:
+				err = errors.New("want fetch, publish or both")
+			}
 		case "queued":
 			e.Queued, err = setting(v, 0)
 		case "unprovable":

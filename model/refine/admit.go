@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/storesim/storesim/backend"
 	"github.com/storesim/storesim/drivers"
@@ -47,6 +48,42 @@ func (m *Model) Admitting(dir drivers.Direction, v drivers.View) {
 	}
 }
 
+// refusalWanted checks the error of an expected refusal against the
+// reasons that hold (SPEC §3 names each refusal's error; where several hold
+// any of theirs will do): "" when err is one of them, else what was wanted.
+// Every refusal but a malformed view's wraps ErrSubmissionRejected.
+func (m *Model) refusalWanted(a *attempt, err error) string {
+	var want []string
+	if why := m.closed(); why != "" {
+		if errors.Is(err, backend.ErrClosed) {
+			return ""
+		}
+		want = append(want, "ErrClosed ("+why+")")
+	}
+	if a.bad != "" {
+		if errors.Is(err, drivers.ErrInvalidSubmission) && !errors.Is(err, backend.ErrSubmissionRejected) {
+			return ""
+		}
+		want = append(want, "InvalidSubmission, not ErrSubmissionRejected ("+a.bad+")")
+	}
+	if len(want) == 0 && a.noRoom.full {
+		r := a.noRoom
+		if r.unprovable > m.bcfg.MaxUnprovable {
+			if errors.Is(err, backend.ErrTooManyUnprovable) {
+				return ""
+			}
+			want = append(want, "ErrTooManyUnprovable ("+m.roomText(r, len(a.batches))+")")
+		}
+		if r.capFull {
+			if errors.Is(err, backend.ErrOverCapacity) {
+				return ""
+			}
+			want = append(want, fmt.Sprintf("ErrOverCapacity (%d calls in flight or queued and %d more do not fit in %d)", r.have, len(a.batches), m.bcfg.MaxCallsInFlight+m.bcfg.MaxQueuedCalls))
+		}
+	}
+	return strings.Join(want, " or ") + " was due"
+}
+
 // Admitted is called with what Fetch or Publish returned.
 func (m *Model) Admitted(av AttemptView, err error) {
 	a := m.admitting
@@ -84,6 +121,10 @@ func (m *Model) Admitted(av AttemptView, err error) {
 		return
 	case err != nil:
 		m.dequeue(a)
+		if want := m.refusalWanted(a, err); want != "" {
+			m.fail(rules.BSubmit, nil, 0, fmt.Sprintf("refused-as/%d", len(m.found)), fmt.Sprintf(
+				"a %v view was refused with %q, but %s", a.dir, err.Error(), want))
+		}
 		if m.dispatched(a) {
 			m.fail(rules.BSubmit, nil, 0, fmt.Sprintf("refused-sent/%d", len(m.found)), fmt.Sprintf("a refused %v view (%v) sent rows to the store", a.dir, err))
 		}
@@ -176,18 +217,17 @@ func (m *Model) outside(rows []drivers.Row) string {
 // finding needs it (roomText).
 type roomCheck struct {
 	full       bool // some batch of the view does not fit
+	capFull    bool // the calls in flight or queued leave no room for the view's batches
 	unprovable int  // UNPROVABLE calls
-	have       int  // calls in flight or queued (when unprovable is within its limit)
+	have       int  // calls in flight or queued
 }
 
 // room is B-BOUND's admission: every batch of the view must fit.
 func (m *Model) room(n int) roomCheck {
 	inFlight, u := m.openCalls()
-	if u > m.bcfg.MaxUnprovable {
-		return roomCheck{full: true, unprovable: u}
-	}
 	have := inFlight + m.queued()
-	return roomCheck{full: have+n > m.bcfg.MaxCallsInFlight+m.bcfg.MaxQueuedCalls, have: have}
+	capFull := have+n > m.bcfg.MaxCallsInFlight+m.bcfg.MaxQueuedCalls
+	return roomCheck{full: capFull || u > m.bcfg.MaxUnprovable, capFull: capFull, unprovable: u, have: have}
 }
 
 // roomText says why a view of n batches does not fit.

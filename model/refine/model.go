@@ -117,13 +117,14 @@ type shutState struct {
 	// reporting: a driver shutdown returned in this step; its round is
 	// recorded when the step ends. rounds: the finished rounds whose dones
 	// have not all run; owed: Shutdown calls a round owes a done.
-	reporting     bool
-	rounds        []round
-	owed          int
-	done          []bool // by Shutdown call: its done ran
-	asks, returns int    // Shutdown calls, and done callbacks run
-	driverLabels  []string
-	late          bool // the deadline passed without a driver shutdown (reported)
+	reporting      bool
+	rounds         []round
+	owed           int
+	done           []bool // by Shutdown call: its done ran
+	asks, returns  int    // Shutdown calls, and done callbacks run
+	driverLabels   []string
+	driverPanicked bool // the driver's Shutdown of the round being reported panicked
+	late           bool // the deadline passed without a driver shutdown (reported)
 }
 
 type attempt struct {

@@ -72,6 +72,15 @@ func (m *Model) driverShutdownReturned(labels []string) {
 	m.shut.reporting = true // the round's labels are what the model holds at the end of this step (afterStep)
 }
 
+// driverShutdownPanicked: the driver's Shutdown panicked, so what it still
+// holds is unknown: the round must name the driver (a "driver:" label), or
+// the owner would release memory the store may still reach (B-SHUT).
+func (m *Model) driverShutdownPanicked() {
+	m.shut.driverLabels = nil
+	m.shut.driverPanicked = true
+	m.shut.reporting = true
+}
+
 // round is what one finished shutdown round must report: its labels are
 // made when it finished (the backend reads its calls once more, then
 // reports) and reach every done waiting by then in a later event — after
@@ -81,14 +90,15 @@ type round struct {
 	exact       []string // labels that must appear as they are (in doubt; calls with their reason)
 	first, last int      // the Shutdown calls it owes a done (their numbers)
 	waiters     int      // how many of those dones have not run
+	panicked    bool     // the driver's Shutdown panicked: a "driver:" label is owed
 }
 
 // snapshotRound records the round whose driver shutdown returned in this
 // step, owed to every Shutdown call not yet owed a round.
 func (m *Model) snapshotRound() {
 	m.shut.reporting = false
-	r := round{first: m.shut.owed + 1, last: m.shut.asks, waiters: m.shut.asks - m.shut.owed}
-	m.shut.owed = m.shut.asks
+	r := round{first: m.shut.owed + 1, last: m.shut.asks, waiters: m.shut.asks - m.shut.owed, panicked: m.shut.driverPanicked}
+	m.shut.owed, m.shut.driverPanicked = m.shut.asks, false
 	seen := map[string]bool{}
 	add := func(res string) {
 		if !seen[res] {
@@ -207,9 +217,12 @@ func (m *Model) ShutdownReturned(ask int, labels []string) {
 		}
 	}
 	for _, l := range labels {
-		if !want[resource(l)] {
+		if !want[resource(l)] && !(r.panicked && strings.HasPrefix(l, "driver:")) {
 			stale = append(stale, l)
 		}
+	}
+	if r.panicked && !slices.ContainsFunc(labels, func(l string) bool { return strings.HasPrefix(l, "driver:") }) {
+		missing = append(missing, `a "driver:" label for the driver's Shutdown, which panicked (what it holds is unknown)`)
 	}
 	for _, lbl := range r.exact {
 		if !slices.Contains(labels, lbl) {

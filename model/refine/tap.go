@@ -87,9 +87,15 @@ func (t *tap) Drain() drivers.DrainStatus {
 	return st
 }
 
-func (t *tap) Shutdown(ctx context.Context) []string {
+func (t *tap) Shutdown(ctx context.Context) (labels []string) {
 	t.m.guard(func() { t.m.driverShutdown(ctx) })
-	labels := t.d.Shutdown(ctx)
+	defer func() {
+		if p := recover(); p != nil {
+			t.m.guard(t.m.driverShutdownPanicked)
+			panic(p) // the backend's to handle
+		}
+	}()
+	labels = t.d.Shutdown(ctx)
 	t.m.guard(func() { t.m.driverShutdownReturned(labels) })
 	return labels
 }
