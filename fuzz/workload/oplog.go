@@ -106,7 +106,7 @@ type Endpoint struct {
 	// "fetch" or "publish" only (printed as dirs=… only when set).
 	Dirs    string
 	Regions []RegionSpec
-	Faults       []string // one fault line each, without the "fault <endpoint> " prefix
+	Faults  []string // one fault line each, without the "fault <endpoint> " prefix
 }
 
 // RegionSpec is a region's shape.
