@@ -186,6 +186,10 @@ func NewEndpoint(o EndpointOptions) (*Endpoint, error) {
 		if o.Ops > 0 {
 			l.Reserve(o.Ops)
 		}
+		// One view in three spans the regions: first-fit alone keeps a view
+		// in one region until it runs out, and a batch mixing regions (and
+		// their slot sizes) is what per-row accounting gets wrong.
+		l.SpreadEvery(3)
 		ep.Lender, ep.Regions = l, l.Regions()
 		if o.Claim != nil {
 			if ep.Regions, err = o.Claim(l); err != nil {

@@ -181,6 +181,8 @@ type Lender struct {
 	stats      Stats
 
 	free     []slotAt // Lend's scratch: the free slots found
+	cursors  []int    // scanSpread's scratch: the next slot to look at, per region
+	spread   int      // SpreadEvery's k (0: every loan first-fit)
 	run      [8]int32 // eachRegion's scratch: one region's slots (a view has at most 8)
 	unbound  []error  // View's ErrUnbound per region, made on first use
 	loanSlab slab.Of[Loan]
@@ -202,6 +204,12 @@ type Lender struct {
 func New(clock sim.Clock, specs ...Spec) (*Lender, error) {
 	return NewWithArenas(arena.Options{Clock: clock}, specs...)
 }
+
+// SpreadEvery makes every k-th loan take its slots from the regions in
+// turn, one from each, instead of filling the first region first: a view
+// then spans regions (of different slot sizes, where they differ), which
+// first-fit gives only when a region runs out. k <= 0: never.
+func (l *Lender) SpreadEvery(k int) { l.spread = k }
 
 // NewWithArenas is New with the arenas' options given whole (a touch hook
 // for the memory oracle, a touch log); opts.Clock is the lender's clock.

@@ -357,3 +357,33 @@ func TestNoSlotsErrorMatchesErrorf(t *testing.T) {
 		t.Fatalf("%q (is ErrNoSlots: %v), want %q (repro: %s)", lazy, errors.Is(lazy, ErrNoSlots), want, repro)
 	}
 }
+
+// TestSpreadEvery: every k-th loan takes one slot of each region in turn;
+// the others fill the first region first; k <= 0 never spreads.
+func TestSpreadEvery(t *testing.T) {
+	const repro = "(repro: go test ./model/lender -run '^TestSpreadEvery$')"
+	for _, tc := range []struct {
+		k    int
+		want [][]SlotRef // the slots of loans 1, 2, 3 of 3 rows each
+	}{
+		{0, [][]SlotRef{{{"a", 0}, {"a", 1}, {"a", 2}}, {{"a", 3}, {"b", 0}, {"b", 1}}, {{"b", 2}, {"b", 3}, {"c", 0}}}},
+		{2, [][]SlotRef{{{"a", 0}, {"a", 1}, {"a", 2}}, {{"a", 3}, {"b", 0}, {"c", 0}}, {{"b", 1}, {"b", 2}, {"b", 3}}}},
+	} {
+		t.Run(fmt.Sprintf("k=%d", tc.k), func(t *testing.T) {
+			l, err := New(nil, Spec{Label: "a", Slots: 4, SlotBytes: 16}, Spec{Label: "b", Slots: 4, SlotBytes: 32}, Spec{Label: "c", Slots: 4, SlotBytes: 64})
+			if err != nil {
+				t.Fatalf("New: %v %s", err, repro)
+			}
+			l.SpreadEvery(tc.k)
+			for i, want := range tc.want {
+				ln, err := l.Lend(3)
+				if err != nil {
+					t.Fatalf("loan %d: %v %s", i+1, err, repro)
+				}
+				if got := ln.Slots(); !slices.Equal(got, want) {
+					t.Errorf("loan %d took %v, want %v %s", i+1, got, want, repro)
+				}
+			}
+		})
+	}
+}

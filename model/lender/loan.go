@@ -17,10 +17,14 @@ func (l *Lender) Lend(n int) (*Loan, error) {
 	// One scan, into the lender's scratch list: a loan that does not fit
 	// allocates nothing.
 	l.free = l.free[:0]
-	for ai, a := range l.arenas {
-		for s, slots := a.FirstFree(), a.Region().Slots; s < slots && len(l.free) < n; s++ {
-			if a.State(s) == arena.AtLender {
-				l.free = append(l.free, slotAt{int32(ai), int32(s)})
+	if k := l.spread; k > 0 && len(l.arenas) > 1 && (l.nextLoan+1)%uint64(k) == 0 {
+		l.scanSpread(n)
+	} else {
+		for ai, a := range l.arenas {
+			for s, slots := a.FirstFree(), a.Region().Slots; s < slots && len(l.free) < n; s++ {
+				if a.State(s) == arena.AtLender {
+					l.free = append(l.free, slotAt{int32(ai), int32(s)})
+				}
 			}
 		}
 	}
@@ -222,6 +226,30 @@ func (l *Lender) retain(ln *Loan) {
 
 // eachRegion calls f with each run of slots on one region, in order: an
 // arena's Each methods take its lock once per run, not once per slot.
+// scanSpread finds n free slots taking one from each region in turn (the
+// loans SpreadEvery asks for), into l.free.
+func (l *Lender) scanSpread(n int) {
+	cur := l.cursors[:0]
+	for _, a := range l.arenas {
+		cur = append(cur, a.FirstFree())
+	}
+	l.cursors = cur
+	for more := true; more && len(l.free) < n; {
+		more = false
+		for ai, a := range l.arenas {
+			slots := a.Region().Slots
+			for cur[ai] < slots && a.State(cur[ai]) != arena.AtLender {
+				cur[ai]++
+			}
+			if cur[ai] < slots && len(l.free) < n {
+				l.free = append(l.free, slotAt{int32(ai), int32(cur[ai])})
+				cur[ai]++
+				more = true
+			}
+		}
+	}
+}
+
 func (l *Lender) eachRegion(slots []slotAt, f func(a *arena.Arena, slots []int32)) {
 	for i := 0; i < len(slots); {
 		region := slots[i].region
