@@ -328,6 +328,22 @@ var Bugs = []Bug{
 		Trips: []rules.ID{rules.BBound}},
 	{Name: "cancel_first_call_only", Breaks: rules.BCancel, What: "cancelCalls stops after the first Cancel it forwards",
 		Trips: []rules.ID{rules.BCancel}},
+	// Mutation audit 5: escapes until the model checked refusal errors, the
+	// generator spoiled any masked-in row, left bounds at their default and
+	// made one-direction drivers, and the liar answered long and panicked in
+	// Shutdown:
+	{Name: "overcap_wraps_unprovable", Breaks: rules.BSubmit, What: "a full backend's refusal unwraps to ErrTooManyUnprovable, not ErrOverCapacity",
+		Trips: []rules.ID{rules.BSubmit}},
+	{Name: "unregistered_same_handle_skipped", Breaks: rules.BSubmit, What: "the outside-region check skips rows on the handle it checked last, so their slot bound is never checked",
+		Trips: []rules.ID{rules.BSubmit}},
+	{Name: "supports_publish_only", Breaks: rules.BSubmit, What: "only an unsupported PUBLISH is refused; a FETCH on a driver without CanFetch goes to the driver",
+		Trips: []rules.ID{rules.BSubmit}},
+	{Name: "default_unprovable_copy_paste", Breaks: rules.BBound, What: "a zero MaxUnprovable takes DefaultMaxCallsInFlight (copy-paste)",
+		Trips: []rules.ID{rules.BBound}},
+	{Name: "wronglen_longer_accepted", Breaks: rules.BAccess, What: "only a short results answer is a whole-call failure; a longer one is folded",
+		Trips: []rules.ID{rules.BAccess, rules.BFetch, rules.BPublish, rules.BSubmit}},
+	{Name: "driver_shutdown_panic_unlabelled", Breaks: rules.BShut, What: "a panicking driver Shutdown is recovered with no label: the shutdown looks clean",
+		Trips: []rules.ID{rules.BShut}},
 }
 
 // planted is set by the file an [Overlay] adds to this package.
