@@ -60,9 +60,7 @@ func caseOverlapRefused(w *world) {
 			_ = w.unregisterTogether(hs)
 		}
 	}
-	if err := w.unregister(h); err != nil {
-		w.skip("closing an idle region failed: %v", err)
-	}
+	w.closeIdle(h)
 	// Refusals left nothing behind: the overlapping shape registers now.
 	w.registersAgain(drivers.Region{Label: "after", SlotBytes: 32, Slots: 8, Mem: drivers.Bytes(buf[128:384])},
 		"after overlapping registrations were refused and the live region closed")
@@ -77,9 +75,7 @@ func caseRefusedLeavesNothing(w *world) {
 		h, err := w.register(a)
 		if err == nil {
 			streak = 0
-			if err := w.unregister(h); err != nil {
-				w.skip("closing an idle region failed: %v", err)
-			}
+			w.closeIdle(h)
 			continue
 		}
 		refusals++
@@ -111,14 +107,10 @@ func caseGeometryRefusalLeavesNothing(w *world) {
 func caseStaleClose(w *world) {
 	a := w.arena("r", 16, 32)
 	h1 := w.mustRegister(a)
-	if err := w.unregister(h1); err != nil {
-		w.skip("closing an idle region failed: %v", err)
-	}
+	w.closeIdle(h1)
 	for range w.pick(3, 0) {
 		h := w.mustRegister(a)
-		if err := w.unregister(h); err != nil {
-			w.skip("closing an idle region failed: %v", err)
-		}
+		w.closeIdle(h)
 	}
 	h2 := w.mustRegister(a)
 	for range 1 + w.pick(2, 0) {
@@ -358,9 +350,7 @@ func caseTogetherFailureLeavesNothing(w *world) {
 	for range 4 + w.pick(4, 0) {
 		hs, terr := w.registerTogether(as)
 		if terr == nil {
-			if err := w.unregisterTogether(hs); err != nil {
-				w.skip("closing idle regions failed: %v", err)
-			}
+			w.closeIdleTogether(hs)
 			continue
 		}
 		var ind *drivers.InDoubtError
@@ -368,7 +358,8 @@ func caseTogetherFailureLeavesNothing(w *world) {
 			w.skip("the rollback failed (in doubt): nothing more to check here")
 		}
 		failures++
-		var left []drivers.Handle
+		// One region at a time, closed before the next: a store may
+		// bound its live registrations, and that bound is no leftover.
 		for _, a := range as {
 			h, err := w.register(a)
 			for try := 0; err != nil && try < 3; try++ {
@@ -378,12 +369,7 @@ func caseTogetherFailureLeavesNothing(w *world) {
 				w.fail(rules.DTog1, "after RegisterTogether failed (%v), region %q could not be registered on its own: %v (the failure left it registered)", terr, a.Label(), err)
 				continue
 			}
-			left = append(left, h)
-		}
-		for _, h := range left {
-			if err := w.unregister(h); err != nil {
-				w.skip("closing an idle region failed: %v", err)
-			}
+			w.closeIdle(h)
 		}
 	}
 	if failures == 0 {

@@ -26,7 +26,8 @@ import (
 // the runtime's events: no goroutines, no wall clock, map keys sorted
 // before any decision.
 
-// conformDrivers are the nine, by name.
+// conformDrivers are the nine and the three of conformlimits_test.go, by
+// name.
 var conformDrivers = []struct {
 	name string
 	new  func(env drivertest.Env) drivers.Driver
@@ -40,6 +41,9 @@ var conformDrivers = []struct {
 	{"one-row", newOneRow},
 	{"slow", newSlow},
 	{"flaky", newFlaky},
+	{"one-at-a-time", newOneAtATime},
+	{"close-retry", newCloseRetry},
+	{"bounded-together", newBoundedTogether},
 }
 
 // core is what the nine drivers share.

@@ -200,9 +200,10 @@ type errorString string
 func (e errorString) Error() string { return string(e) }
 
 // TestNotApplicable: a race pair is excused only when the driver cannot
-// give it a chance — it declares no cancel support, or none of its calls
-// was ever in flight when Submit returned — and never merely because it was
-// not hit: one call in flight makes every pair count again.
+// give it a chance — it declares no cancel support, none of its calls was
+// ever in flight when Submit returned, or it refused every Submit made
+// while another call was in flight — and never merely because it was not
+// hit: one call in flight (or two held at once) makes the pair count again.
 func TestNotApplicable(t *testing.T) {
 	full := drivers.Capabilities{MaxRowsPerOp: 4, CanFetch: true, CanPublish: true, CanCancel: true}
 	noCancel := full
@@ -220,6 +221,9 @@ func TestNotApplicable(t *testing.T) {
 		{"ended inline, rows later", full, pairChances{calls: 40, unsettled: 2}, inflightPairs},
 		{"one call in flight", full, pairChances{calls: 40, pending: 1, unsettled: 1}, nil},
 		{"no cancel support", noCancel, pairChances{calls: 40, pending: 9, unsettled: 9, late: 9}, []Pair{CancelVsCompletion}},
+		{"pushed back while one was in flight", full, pairChances{calls: 40, pending: 9, unsettled: 9, late: 9, pushedBack: 12}, []Pair{RepeatedKeyInFlight}},
+		{"pushed back, but held two once", full, pairChances{calls: 40, pending: 9, unsettled: 9, late: 9, pushedBack: 12, overlapped: 1}, nil},
+		{"never asked to hold two", full, pairChances{calls: 40, pending: 9, unsettled: 9, late: 9}, nil},
 	} {
 		for _, p := range Pairs() {
 			why := notApplicable(p, tc.caps, tc.ch)
@@ -242,5 +246,41 @@ func TestNotApplicable(t *testing.T) {
 	rep := c.report()
 	if !rep.Certified || !strings.Contains(rep.RacePairs[CancelVsCompletion].NotApplicable, "CanCancel=false") || !strings.Contains(rep.Table(), "not applicable: cancel-vs-completion: the driver declares CanCancel=false") {
 		t.Fatalf("CanCancel=false, every other pair hit: certified %v, gaps %v, pairs %+v; want certified with cancel-vs-completion not applicable:\n%s(repro: %s)", rep.Certified, rep.Gaps, rep.RacePairs, rep.Table(), reproOf(t))
+	}
+}
+
+// TestDrainPairCountsCallbacksDuringDrain: a callback of an earlier call
+// that runs while a Drain is under way races it as much as one after it
+// returns (a driver that writes in batches delivers it before the caller
+// sees the answer): it counts once the Drain answers not done, and not at
+// all when it answers done.
+func TestDrainPairCountsCallbacksDuringDrain(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		done     bool
+		duringOn bool // the callback runs between Draining and Drained
+		want     int
+	}{
+		{"during a drain that was not done", false, true, 1},
+		{"during a drain that was done", true, true, 0},
+		{"after a drain that was not done", false, false, 1},
+		{"after a drain that was done", true, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := NewPairCounter()
+			p.Submitted(0, 1, drivers.RowBatch{Dir: drivers.Fetch, Rows: []drivers.Row{{Key: "k"}}}, nil)
+			p.Draining()
+			if tc.duringOn {
+				p.Callback(0, 1)
+			}
+			p.Drained(drivers.DrainStatus{Done: tc.done, Pending: []drivers.CallID{1}})
+			if !tc.duringOn {
+				p.Callback(0, 1)
+			}
+			p.Callback(0, 1) // a second late callback of the same call counts no more
+			if got := p.snapshot()[DrainVsLateCallback]; got != tc.want {
+				t.Fatalf("drain-vs-late-callback = %d, want %d (repro: %s)", got, tc.want, reproOf(t))
+			}
+		})
 	}
 }

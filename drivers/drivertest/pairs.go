@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -101,6 +102,9 @@ func notApplicable(p Pair, caps drivers.Capabilities, ch pairChances) string {
 		if ch.calls > 0 && ch.pending == 0 {
 			return inline + " submit of the same key"
 		}
+		if ch.overlapped == 0 && ch.pushedBack > 0 {
+			return fmt.Sprintf("each of the %d Submits made while another call was in flight was refused as back-pressure (ErrRejected): the driver never held two calls at once, so none could race a submit of the same key", ch.pushedBack)
+		}
 	case DrainVsLateCallback:
 		if ch.calls > 0 && ch.unsettled == 0 && ch.late == 0 {
 			return fmt.Sprintf("each of the %d calls the cases submitted had final results and access ENDED when Submit returned, and every callback ran before Submit returned: a drain has no late callback to race", ch.calls)
@@ -123,7 +127,7 @@ func (h pairHits) list() []PairCount {
 // call (a shutdown label naming a call). The pairs whose first half leaves
 // no event — a refused or no-op Register/Unregister, a Drain — are counted
 // when the caller announces the operation first ([PairCounter.Registering],
-// [PairCounter.Unregistering], [PairCounter.Drained],
+// [PairCounter.Unregistering], [PairCounter.Draining], [PairCounter.Drained],
 // [PairCounter.ShuttingDown]); the suite's cases do. It is safe for
 // concurrent use and never calls into the driver.
 type PairCounter struct {
@@ -133,8 +137,10 @@ type PairCounter struct {
 	order    []*pcCall // open calls (access not evidenced), compacted lazily
 	live     map[drivers.Handle]drivers.Region
 	closed   map[drivers.Handle]bool
-	drainGen int  // bumped by every Drain that was not done
-	shutSeen bool // ShuttingDown announced the current shutdown
+	drainGen int       // bumped by every Drain that was not done
+	draining int       // Drains announced and not yet answered
+	inDrain  []*pcCall // calls whose callback ran while a Drain was under way
+	shutSeen bool      // ShuttingDown announced the current shutdown
 	nsub     int
 	// What SubmitReturned was told, for deciding which pairs can occur.
 	returned map[drivers.CallID]bool // calls whose Submit has returned
@@ -146,8 +152,14 @@ type PairCounter struct {
 // returned, how many of them still had access PENDING then, how many had
 // anything still to come (access not ENDED or a row not final), and how
 // many callbacks ran after their call's Submit had returned.
+//
+// It also counts the Submits made while another accepted call was open
+// (access not evidenced): accepted ones (overlapped) and ones refused as
+// back-pressure (pushedBack). A driver that pushed back every time never
+// holds two calls at once, so no two of its calls can race on a key.
 type pairChances struct {
 	calls, pending, unsettled, late int
+	overlapped, pushedBack          int
 }
 
 func (a *pairChances) add(b pairChances) {
@@ -155,6 +167,8 @@ func (a *pairChances) add(b pairChances) {
 	a.pending += b.pending
 	a.unsettled += b.unsettled
 	a.late += b.late
+	a.overlapped += b.overlapped
+	a.pushedBack += b.pushedBack
 }
 
 type pcCall struct {
@@ -264,15 +278,37 @@ func (p *PairCounter) Unregistering(h drivers.Handle) {
 	}
 }
 
-// Drained reports what a Drain answered: one that is not done opens the
-// window in which a callback of an earlier call is a late callback.
-func (p *PairCounter) Drained(st drivers.DrainStatus) {
-	if st.Done {
-		return
-	}
+// Draining announces a Drain. A callback that runs while it is under way
+// races it as much as one that runs after it returns: a driver that writes
+// its answers in batches delivers the callbacks of the Drain's own batch
+// before the caller has even seen the answer.
+func (p *PairCounter) Draining() {
 	p.mu.Lock()
-	p.drainGen++
+	p.draining++
 	p.mu.Unlock()
+}
+
+// Drained reports what a Drain answered: one that is not done opens the
+// window in which a callback of an earlier call is a late callback, and
+// makes late callbacks of those that ran while it was under way.
+func (p *PairCounter) Drained(st drivers.DrainStatus) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.draining > 0 {
+		p.draining--
+	}
+	if !st.Done {
+		p.drainGen++
+		for _, c := range p.inDrain {
+			if !c.lateSeen {
+				c.lateSeen = true
+				p.hits[DrainVsLateCallback]++
+			}
+		}
+	}
+	if p.draining == 0 {
+		p.inDrain = p.inDrain[:0]
+	}
 }
 
 // ShuttingDown announces a Shutdown: every call still without access
@@ -302,11 +338,19 @@ func (p *PairCounter) Unregistered(_ time.Duration, h drivers.Handle, _ drivers.
 
 // Submitted implements monitor.Observer.
 func (p *PairCounter) Submitted(_ time.Duration, id drivers.CallID, b drivers.RowBatch, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.openLocked()) > 0 {
+		switch {
+		case err == nil:
+			p.seen.overlapped++
+		case errors.Is(err, drivers.ErrRejected):
+			p.seen.pushedBack++
+		}
+	}
 	if err != nil {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	c := &pcCall{id: id, keys: b.Keys(), index: p.nsub, drainGen: p.drainGen}
 	p.nsub++
 	for _, r := range b.Rows {
@@ -361,9 +405,14 @@ func (p *PairCounter) Callback(_ time.Duration, id drivers.CallID) {
 	if p.returned[id] {
 		p.seen.late++
 	}
-	if c := p.calls[id]; c != nil && !c.lateSeen && c.drainGen < p.drainGen {
-		c.lateSeen = true
-		p.hits[DrainVsLateCallback]++
+	if c := p.calls[id]; c != nil && !c.lateSeen {
+		switch {
+		case c.drainGen < p.drainGen:
+			c.lateSeen = true
+			p.hits[DrainVsLateCallback]++
+		case p.draining > 0:
+			p.inDrain = append(p.inDrain, c)
+		}
 	}
 	p.mu.Unlock()
 }

@@ -1,0 +1,138 @@
+package drivertest_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/storesim/storesim/drivers"
+	"github.com/storesim/storesim/drivers/drivertest"
+)
+
+// Three more conforming drivers, each with a limit the contract allows and
+// the suite once refused them for (a conforming-driver audit wrote them
+// first, from the contract alone). They are the fifo driver with one
+// limit each.
+
+// oneAtATime holds at most one call: a Submit while another call is not
+// done (results final, access ENDED and its last callback returned) is
+// refused as back-pressure (ErrRejected, nothing escaped). Two of its calls
+// are never in flight together, so no key of one can race a submit of the
+// same key: the suite must excuse that race pair, not call it a gap.
+type oneAtATime struct{ *fifo }
+
+func newOneAtATime(env drivertest.Env) drivers.Driver {
+	return &oneAtATime{&fifo{core: newCore(env, "one-at-a-time", allCaps)}}
+}
+
+func (d *oneAtATime) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error) {
+	d.mu.Lock()
+	for _, x := range d.callsLocked() {
+		if d.draining || d.shut {
+			break // refused as Closed, which comes first
+		}
+		if !x.dead {
+			d.mu.Unlock()
+			return nil, fmt.Errorf("one-at-a-time: call %d in flight: %w", x.id, drivers.ErrRejected)
+		}
+	}
+	d.mu.Unlock()
+	return d.fifo.Submit(b, onChange)
+}
+
+// closeRetry's transport fails the first close of every handle
+// (ErrUnregisterFailed); the binding stays live and the next close
+// succeeds (D-REG-4).
+type closeRetry struct {
+	*fifo
+	failed map[drivers.Handle]bool
+}
+
+func newCloseRetry(env drivertest.Env) drivers.Driver {
+	return &closeRetry{fifo: &fifo{core: newCore(env, "close-retry", allCaps)}, failed: map[drivers.Handle]bool{}}
+}
+
+func (d *closeRetry) Unregister(h drivers.Handle) error {
+	d.mu.Lock()
+	_, live := d.regs[h]
+	first := live && !d.failed[h]
+	if first {
+		d.failed[h] = true
+	}
+	d.mu.Unlock()
+	if first {
+		return fmt.Errorf("close-retry: handle %d: connection reset: %w", h, drivers.ErrUnregisterFailed)
+	}
+	return d.fifo.Unregister(h)
+}
+
+// boundedTogether offers together-registration on a store that holds at
+// most togetherRoom live registrations: a registration over the bound is
+// refused, together or alone, and a refused together-registration leaves
+// nothing registered.
+type boundedTogether struct{ *fifo }
+
+const togetherRoom = 2
+
+var _ drivers.TogetherRegisterer = (*boundedTogether)(nil)
+
+func newBoundedTogether(env drivertest.Env) drivers.Driver {
+	return &boundedTogether{&fifo{core: newCore(env, "bounded-together", allCaps)}}
+}
+
+// roomFor refuses a registration of rs over the bound. Bad geometry is
+// refused first, as such (D-GEOM), whatever the room.
+func (d *boundedTogether) roomFor(rs ...drivers.Region) error {
+	if err := drivers.CheckGeometry(rs...); err != nil {
+		return fmt.Errorf("%w: %w", drivers.ErrRegistrationRefused, err)
+	}
+	n := len(rs)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.regs)+n > togetherRoom {
+		return fmt.Errorf("%w: bounded-together: %d live registrations, room for %d", drivers.ErrRegistrationRefused, len(d.regs), togetherRoom)
+	}
+	return nil
+}
+
+func (d *boundedTogether) Register(r drivers.Region) (drivers.Handle, error) {
+	if err := d.roomFor(r); err != nil {
+		return 0, err
+	}
+	return d.fifo.Register(r)
+}
+
+func (d *boundedTogether) RegisterTogether(rs []drivers.Region) ([]drivers.Handle, error) {
+	if err := d.roomFor(rs...); err != nil {
+		return nil, err
+	}
+	hs := make([]drivers.Handle, 0, len(rs))
+	for _, r := range rs {
+		h, err := d.fifo.Register(r)
+		if err != nil {
+			for _, h := range hs {
+				_ = d.fifo.Unregister(h) // idle and fresh: cannot fail
+			}
+			return nil, err
+		}
+		hs = append(hs, h)
+	}
+	return hs, nil
+}
+
+func (d *boundedTogether) UnregisterTogether(hs []drivers.Handle) error {
+	var stayed []string
+	var errs []error
+	for _, h := range hs {
+		d.mu.Lock()
+		r, live := d.regs[h]
+		d.mu.Unlock()
+		if err := d.fifo.Unregister(h); err != nil && live {
+			stayed = append(stayed, r.Label)
+			errs = append(errs, err)
+		}
+	}
+	if stayed == nil {
+		return nil
+	}
+	return &drivers.InDoubtError{Op: "unregister", Labels: stayed, Err: errors.Join(errs...)}
+}
