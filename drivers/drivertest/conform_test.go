@@ -34,7 +34,8 @@ func conformRuns(t *testing.T) int {
 // certify — no failed rule, no gap — in every one of conformRuns
 // certifications. A race pair is excused only where the driver cannot give
 // it a chance: the inline driver (nothing is ever in flight), the
-// one-at-a-time driver's repeated key (it never holds two calls), and the
+// one-at-a-time and per-key drivers' repeated key (they never let two
+// calls race on a key), and the
 // one-row driver's cancel pair (CanCancel=false); every other driver keeps
 // calls in flight and must exercise every pair.
 //
@@ -51,7 +52,7 @@ func TestConformingDrivers(t *testing.T) {
 	inflight := []string{"cancel-vs-completion", "shutdown-vs-in-flight", "unregister-vs-in-flight", "drain-vs-late-callback", "repeated-key-in-flight"}
 	// The pairs that must be excused, and the ones that may be (the suite
 	// still cancels the one-row driver's calls in flight, and counts it).
-	mustNA := map[string][]string{"inline": inflight, "one-at-a-time": {"repeated-key-in-flight"}}
+	mustNA := map[string][]string{"inline": inflight, "one-at-a-time": {"repeated-key-in-flight"}, "per-key": {"repeated-key-in-flight"}}
 	mayNA := map[string][]string{"one-row": {"cancel-vs-completion"}}
 	for _, d := range conformDrivers {
 		t.Run(d.name, func(t *testing.T) {

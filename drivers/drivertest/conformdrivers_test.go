@@ -26,7 +26,7 @@ import (
 // the runtime's events: no goroutines, no wall clock, map keys sorted
 // before any decision.
 
-// conformDrivers are the nine and the three of conformlimits_test.go, by
+// conformDrivers are the nine and the four of conformlimits_test.go, by
 // name.
 var conformDrivers = []struct {
 	name string
@@ -42,6 +42,7 @@ var conformDrivers = []struct {
 	{"slow", newSlow},
 	{"flaky", newFlaky},
 	{"one-at-a-time", newOneAtATime},
+	{"per-key", newPerKey},
 	{"close-retry", newCloseRetry},
 	{"bounded-together", newBoundedTogether},
 }

@@ -3,12 +3,13 @@ package drivertest_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/storesim/storesim/drivers"
 	"github.com/storesim/storesim/drivers/drivertest"
 )
 
-// Three more conforming drivers, each with a limit the contract allows and
+// Four more conforming drivers, each with a limit the contract allows and
 // the suite once refused them for (a conforming-driver audit wrote them
 // first, from the contract alone). They are the fifo driver with one
 // limit each.
@@ -33,6 +34,32 @@ func (d *oneAtATime) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, 
 		if !x.dead {
 			d.mu.Unlock()
 			return nil, fmt.Errorf("one-at-a-time: call %d in flight: %w", x.id, drivers.ErrRejected)
+		}
+	}
+	d.mu.Unlock()
+	return d.fifo.Submit(b, onChange)
+}
+
+// perKey serializes by key: a Submit naming a key of a call not yet done
+// is refused as back-pressure; calls on other keys run side by side. No
+// two of its calls ever race on a key, so the suite must excuse that pair.
+type perKey struct{ *fifo }
+
+func newPerKey(env drivertest.Env) drivers.Driver {
+	return &perKey{&fifo{core: newCore(env, "per-key", allCaps)}}
+}
+
+func (d *perKey) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error) {
+	d.mu.Lock()
+	for _, x := range d.callsLocked() {
+		if d.draining || d.shut {
+			break // refused as Closed, which comes first
+		}
+		for _, r := range x.rows {
+			if !x.dead && slices.ContainsFunc(b.Rows, func(n drivers.Row) bool { return n.Key == r.Key }) {
+				d.mu.Unlock()
+				return nil, fmt.Errorf("per-key: key %q is in flight in call %d: %w", r.Key, x.id, drivers.ErrRejected)
+			}
 		}
 	}
 	d.mu.Unlock()

@@ -102,8 +102,8 @@ func notApplicable(p Pair, caps drivers.Capabilities, ch pairChances) string {
 		if ch.calls > 0 && ch.pending == 0 {
 			return inline + " submit of the same key"
 		}
-		if ch.overlapped == 0 && ch.pushedBack > 0 {
-			return fmt.Sprintf("each of the %d Submits made while another call was in flight was refused as back-pressure (ErrRejected): the driver never held two calls at once, so none could race a submit of the same key", ch.pushedBack)
+		if ch.keyPushedBack > 0 { // and none was accepted, or the pair was hit
+			return fmt.Sprintf("each of the %d Submits that named a key of a call still in flight was refused as back-pressure (ErrRejected): the driver never let two calls race on a key", ch.keyPushedBack)
 		}
 	case DrainVsLateCallback:
 		if ch.calls > 0 && ch.unsettled == 0 && ch.late == 0 {
@@ -153,13 +153,14 @@ type PairCounter struct {
 // anything still to come (access not ENDED or a row not final), and how
 // many callbacks ran after their call's Submit had returned.
 //
-// It also counts the Submits made while another accepted call was open
-// (access not evidenced): accepted ones (overlapped) and ones refused as
-// back-pressure (pushedBack). A driver that pushed back every time never
-// holds two calls at once, so no two of its calls can race on a key.
+// It also counts the Submits naming a key of another accepted call still
+// open (access not evidenced) that were refused as back-pressure
+// (keyPushedBack). A driver that refused every one of them never lets two
+// calls race on a key, whether it holds one call at a time or serializes
+// per key.
 type pairChances struct {
 	calls, pending, unsettled, late int
-	overlapped, pushedBack          int
+	keyPushedBack                   int
 }
 
 func (a *pairChances) add(b pairChances) {
@@ -167,8 +168,7 @@ func (a *pairChances) add(b pairChances) {
 	a.pending += b.pending
 	a.unsettled += b.unsettled
 	a.late += b.late
-	a.overlapped += b.overlapped
-	a.pushedBack += b.pushedBack
+	a.keyPushedBack += b.keyPushedBack
 }
 
 type pcCall struct {
@@ -340,34 +340,33 @@ func (p *PairCounter) Unregistered(_ time.Duration, h drivers.Handle, _ drivers.
 func (p *PairCounter) Submitted(_ time.Duration, id drivers.CallID, b drivers.RowBatch, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.openLocked()) > 0 {
-		switch {
-		case err == nil:
-			p.seen.overlapped++
-		case errors.Is(err, drivers.ErrRejected):
-			p.seen.pushedBack++
+	if err != nil && !errors.Is(err, drivers.ErrRejected) {
+		return
+	}
+	keys := b.Keys()
+	repeated := false
+	for _, o := range p.openLocked() {
+		for _, k := range o.keys {
+			if containsString(keys, k) {
+				repeated = true
+			}
 		}
 	}
 	if err != nil {
+		if repeated {
+			p.seen.keyPushedBack++
+		}
 		return
 	}
-	c := &pcCall{id: id, keys: b.Keys(), index: p.nsub, drainGen: p.drainGen}
+	if repeated {
+		p.hits[RepeatedKeyInFlight]++
+	}
+	c := &pcCall{id: id, keys: keys, index: p.nsub, drainGen: p.drainGen}
 	p.nsub++
 	for _, r := range b.Rows {
 		if !containsHandle(c.handles, r.Handle) {
 			c.handles = append(c.handles, r.Handle)
 		}
-	}
-	repeated := false
-	for _, o := range p.openLocked() {
-		for _, k := range o.keys {
-			if containsString(c.keys, k) {
-				repeated = true
-			}
-		}
-	}
-	if repeated {
-		p.hits[RepeatedKeyInFlight]++
 	}
 	p.calls[id] = c
 	p.order = append(p.order, c)
