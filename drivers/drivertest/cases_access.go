@@ -29,7 +29,7 @@ func (w *world) load(a *arena.Arena, h drivers.Handle, calls int, cancel float64
 		}
 		ks = dedupe(ks, w)
 		dir := w.dirs()[(i+w.pick(2, 0))%len(w.dirs())]
-		ct := w.submit(dir, w.rows(a, h, ks...))
+		ct := w.patient(dir, w.rows(a, h, ks...))
 		out = append(out, ct)
 		if ct.err == nil && w.chance(cancel, i%4 == 3) {
 			w.runFor(time.Duration(w.pick(20, 5)) * time.Microsecond)

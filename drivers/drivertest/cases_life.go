@@ -244,10 +244,7 @@ func caseRegisterAfterShutdown(w *world) {
 func caseBusyClose(w *world) {
 	a, h := w.region(64, 32)
 	control := w.aliasRefused(a) // h is live: the same memory is refused
-	ct := w.submit(w.anyDir(), w.rows(a, h, w.keys(w.batchSize(4))...))
-	if ct.err != nil {
-		w.skip("the call was refused: %v", ct.err)
-	}
+	ct := w.admitted(w.anyDir(), w.rows(a, h, w.keys(w.batchSize(4))...))
 	if w.sched != nil {
 		for range w.pick(6, 0) {
 			w.step()
@@ -291,10 +288,7 @@ func caseBusyClose(w *world) {
 func caseBusyForever(w *world) {
 	a, h := w.region(32, 32)
 	control := w.aliasRefused(a) // h is live: the same memory is refused
-	ct := w.submit(w.anyDir(), w.rows(a, h, w.keys(w.batchSize(2))...))
-	if ct.err != nil {
-		w.skip("the call was refused: %v", ct.err)
-	}
+	ct := w.admitted(w.anyDir(), w.rows(a, h, w.keys(w.batchSize(2))...))
 	w.settle()
 	if ct.c.Access() == drivers.AccessEnded {
 		w.skip("the call ended (Env.Faults.NeverEnds not honoured)")
@@ -469,10 +463,7 @@ func caseTogetherBusy(w *world) {
 		w.skip("RegisterTogether of fresh regions was refused: %v", err)
 	}
 	busyIdx := w.pick(len(as), 0)
-	ct := w.submit(w.anyDir(), w.rows(as[busyIdx], hs[busyIdx], w.keys(w.batchSize(2))...))
-	if ct.err != nil {
-		w.skip("the call was refused: %v", ct.err)
-	}
+	ct := w.admitted(w.anyDir(), w.rows(as[busyIdx], hs[busyIdx], w.keys(w.batchSize(2))...))
 	if ct.c.Access() == drivers.AccessEnded {
 		w.skip("the call ended inside Submit: no busy window")
 	}

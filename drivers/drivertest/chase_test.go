@@ -7,11 +7,11 @@ import (
 	"github.com/storesim/storesim/drivers/rules"
 )
 
-// TestChaseRacePairs: in real time a race pair that timing kept from
-// happening in a case's directed and randomized runs gets up to raceChases
-// more runs of the cases built for it, stopping at the first hit; on the
-// simulator, or when only part of the suite runs, a pair never hit is a
-// gap at once. The case below stands for a driver whose first runs always
+// TestChaseRacePairs: a race pair that the draw (timing in real time, the
+// seeds on the simulator) kept from happening in a case's directed and
+// randomized runs gets up to raceChases more runs of the cases built for
+// it, stopping at the first hit; when only part of the suite runs, a pair
+// never hit is not judged. The case below stands for a driver whose first runs always
 // won the race: it attempts the duplicate registration only from run hitOn
 // on, so each verdict is decided by the run count alone, not by timing.
 func TestChaseRacePairs(t *testing.T) {
@@ -20,6 +20,7 @@ func TestChaseRacePairs(t *testing.T) {
 	}
 	seeds := Options{Short: true}.withDefaults(Harness{RealTime: true}).Seeds
 	main := 1 + seeds // the directed run and the randomized runs
+	simMain := 1 + Options{Short: true}.withDefaults(Harness{}).Seeds
 	for _, tc := range []struct {
 		name     string
 		realTime bool
@@ -32,7 +33,8 @@ func TestChaseRacePairs(t *testing.T) {
 		{name: "hit in the main runs", realTime: true, hitOn: 1, wantRuns: main, wantHit: true},
 		{name: "hit on the third chase", realTime: true, hitOn: main + 3, wantRuns: main + 3, wantHit: true},
 		{name: "never hit", realTime: true, wantRuns: main + raceChases, wantGap: true},
-		{name: "simulator: no chase", wantRuns: 1 + Options{Short: true}.withDefaults(Harness{}).Seeds, wantGap: true},
+		{name: "simulator: hit on the second chase", hitOn: simMain + 2, wantRuns: simMain + 2, wantHit: true},
+		{name: "simulator: never hit", wantRuns: simMain + raceChases, wantGap: true},
 		{name: "partial: no chase", realTime: true, rules: []string{"D-REG-1"}, wantRuns: main},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

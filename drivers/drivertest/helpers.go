@@ -128,7 +128,7 @@ func (w *world) present(a *arena.Arena, h drivers.Handle, n int) []string {
 			}
 			for len(todo) > 0 {
 				k := min(len(todo), w.caps.MaxRowsPerOp)
-				w.submit(drivers.Publish, w.rows(a, h, todo[:k]...))
+				w.patient(drivers.Publish, w.rows(a, h, todo[:k]...))
 				todo = todo[k:]
 			}
 			w.settle()

@@ -506,6 +506,30 @@ func (w *world) submit(dir drivers.Direction, rows []drivers.Row) *callT {
 	return ct
 }
 
+// patient submits like submit, but takes back-pressure as a backend does:
+// a Submit refused with ErrRejected is retried up to 8 times, each after
+// one step of the simulator (in real time, a millisecond's pause), the
+// least that lets a call in flight make room: a longer wait would let every
+// call end, and the run would race nothing.
+func (w *world) patient(dir drivers.Direction, rows []drivers.Row) *callT {
+	ct := w.submit(dir, rows)
+	for try := 0; try < 8 && errors.Is(ct.err, drivers.ErrRejected); try++ {
+		w.step()
+		ct = w.submit(dir, rows)
+	}
+	return ct
+}
+
+// admitted is patient, and a run whose call is still refused is not
+// exercised.
+func (w *world) admitted(dir drivers.Direction, rows []drivers.Row) *callT {
+	ct := w.patient(dir, rows)
+	if ct.err != nil {
+		w.skip("the call was refused: %v", ct.err)
+	}
+	return ct
+}
+
 func (w *world) arenaOf(h drivers.Handle) *arena.Arena {
 	w.mu.Lock()
 	defer w.mu.Unlock()

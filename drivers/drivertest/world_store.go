@@ -71,16 +71,23 @@ func (w *world) truthLocked(key string) (present, known bool) {
 }
 
 // presentNow: the store holds key at this moment, as far as the suite
-// knows — on the simulated store even one that may evict (it may drop the
-// key later, which truth allows for), elsewhere only when truth knows it.
+// knows — on a store that may evict too (it may drop the key later, which
+// truth allows for): on the simulated store what it holds, elsewhere a key
+// a publish stored and nothing since made absent or unknown.
 func (w *world) presentNow(key string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.store != nil && w.pubOpen[key] == 0 && !w.tainted[key] {
+	if w.pubOpen[key] > 0 || w.tainted[key] {
+		return false
+	}
+	if w.store != nil {
 		return w.store.Has(key)
 	}
-	p, known := w.truthLocked(key)
-	return p && known
+	if w.unknown[key] || w.absent[key] {
+		return false
+	}
+	_, ok := w.objects[key]
+	return ok
 }
 
 // object is the content the store holds under key, when known.
