@@ -101,8 +101,13 @@ type certifier struct {
 	order  []string // rule rows in report order
 	pairs  pairHits
 	seen   pairChances // over the case runs (the swarm's counters are never told)
-	gaps   []string
-	swarm  SwarmSummary
+	// chaseRan and chaseSkips count, per race pair, the runs of the cases
+	// built for it (caseDef.chases) that exercised their case, and why the
+	// others did not: a gap names the reasons when none ran.
+	chaseRan   pairHits
+	chaseSkips [numPairs]map[string]int
+	gaps       []string
+	swarm      SwarmSummary
 	// found collects what the runs found when collect is set: [Run]'s
 	// subtests report it.
 	collect bool
@@ -450,6 +455,16 @@ func (c *certifier) runOne(g *group, cs *caseDef, seed uint64, directed bool) st
 	a.pairs.add(hits)
 	c.pairs.add(hits)
 	c.seen.add(w.pc.chances())
+	for _, p := range cs.chases {
+		if skipped == "" {
+			c.chaseRan[p]++
+			continue
+		}
+		if c.chaseSkips[p] == nil {
+			c.chaseSkips[p] = map[string]int{}
+		}
+		c.chaseSkips[p][skipped]++
+	}
 	if skipped != "" {
 		a.skipped[skipped]++
 		return skipped
@@ -562,9 +577,13 @@ func (c *certifier) report() Report {
 		}
 	}
 	if !c.partial() && c.probe.err == "" {
-		for _, p := range r.RacePairs {
+		for i, p := range r.RacePairs {
 			if p.Hits == 0 && p.NotApplicable == "" {
-				r.Gaps = append(r.Gaps, fmt.Sprintf("race pair %s was never exercised", p.Pair))
+				gap := fmt.Sprintf("race pair %s was never exercised", p.Pair)
+				if c.chaseRan[i] == 0 && len(c.chaseSkips[i]) > 0 {
+					gap += ": no run of the cases built for it got that far (" + skipReasons(c.chaseSkips[i]) + ")"
+				}
+				r.Gaps = append(r.Gaps, gap)
 			}
 		}
 	}

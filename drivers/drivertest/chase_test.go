@@ -71,3 +71,23 @@ func TestChaseRacePairs(t *testing.T) {
 		})
 	}
 }
+
+// TestGapNamesWhyChasesSkipped: when no run of the cases built for a race
+// pair got as far as the race, the gap says why, so a driver author reads
+// what kept the suite from it rather than a bare "never exercised".
+func TestGapNamesWhyChasesSkipped(t *testing.T) {
+	c := newCertifier(Registered("memory"), Options{Short: true})
+	c.groups = []*group{{rule: rules.DReg1, needs: always, cases: []caseDef{{
+		name: "chased", chases: []Pair{DuplicateRegistration},
+		run:  func(w *world) { w.skip("the store would not hold a thing") },
+	}}}}
+	c.run()
+	rep := c.report()
+	want := "race pair " + DuplicateRegistration.String() + " was never exercised: no run of the cases built for it got that far (the store would not hold a thing ("
+	for _, g := range rep.Gaps {
+		if strings.HasPrefix(g, want) {
+			return
+		}
+	}
+	t.Fatalf("gaps %q: want one starting %q (repro: %s)", rep.Gaps, want, reproOf(t))
+}
