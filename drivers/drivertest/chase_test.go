@@ -79,7 +79,7 @@ func TestGapNamesWhyChasesSkipped(t *testing.T) {
 	c := newCertifier(Registered("memory"), Options{Short: true})
 	c.groups = []*group{{rule: rules.DReg1, needs: always, cases: []caseDef{{
 		name: "chased", chases: []Pair{DuplicateRegistration},
-		run:  func(w *world) { w.skip("the store would not hold a thing") },
+		run: func(w *world) { w.skip("the store would not hold a thing") },
 	}}}}
 	c.run()
 	rep := c.report()
