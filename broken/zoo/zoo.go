@@ -344,6 +344,11 @@ var Bugs = []Bug{
 		Trips: []rules.ID{rules.BAccess, rules.BFetch, rules.BPublish, rules.BSubmit}},
 	{Name: "driver_shutdown_panic_unlabelled", Breaks: rules.BShut, What: "a panicking driver Shutdown is recovered with no label: the shutdown looks clean",
 		Trips: []rules.ID{rules.BShut}},
+	// Mutation audit 6: accessors that hand out the attempt's own state.
+	{Name: "outcome_served_aliased", Breaks: rules.BOutcome, What: "Outcome hands out the attempt's own served slice, not a copy: a caller's write changes the committed outcome",
+		Trips: []rules.ID{rules.BOutcome}},
+	{Name: "clonerows_keeps_caller_rows", Breaks: rules.BSubmit, What: "rows are kept, not copied: View hands out the attempt's own rows, and a view with masked-out rows keeps the caller's slice, which the caller reuses",
+		Trips: []rules.ID{rules.BSubmit}},
 }
 
 // planted is set by the file an [Overlay] adds to this package.

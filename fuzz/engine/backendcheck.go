@@ -21,6 +21,9 @@ import (
 //     and that refusal would otherwise pass as a quietly failed attempt;
 //   - B-FETCH / B-PUBLISH: an attempt with a FAULT row in any of its calls
 //     is Failed, never Delivered (no partial delivery).
+//   - B-SUBMIT / B-OUTCOME: Attempt.View and Outcome's Served are the
+//     caller's copies: writing over them changes nothing the attempt
+//     reports (copiesHeld).
 //
 // A batch is the backend's when its first row names one of the backend's
 // bindings (a scenario's driver-submit on memory of its own is not judged).
@@ -36,7 +39,9 @@ type backendCheck struct {
 	faulted map[*lender.Loan]drivers.CallID // made at the first FAULT row
 	found   []rules.Violation               // B-CUT, seen online
 
-	maxRows  int // the driver's MaxRowsPerOp, once capsRead
+	maxRows  int      // the driver's MaxRowsPerOp, once capsRead
+	keys     []string // copiesHeld's scratch
+	bools    []bool
 	capsRead bool
 }
 
@@ -164,6 +169,11 @@ func (c *backendCheck) Judge(ep *Endpoint, in *CheckInput) []rules.Violation {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := append([]rules.Violation(nil), c.found...)
+	for _, at := range in.Attempts {
+		if at.Endpoint == ep && at.Attempt != nil {
+			out = c.copiesHeld(out, at, in.At)
+		}
+	}
 	if len(c.faulted) == 0 {
 		return out // no attempt had a FAULT row
 	}
@@ -183,6 +193,53 @@ func (c *backendCheck) Judge(ep *Endpoint, in *CheckInput) []rules.Violation {
 		}
 		out = append(out, rules.Violation{Rule: rule, Class: rules.Safety, Call: uint64(id), Row: -1, At: in.At,
 			Detail: fmt.Sprintf("%s: attempt %d is %v although its call %d answered a row FAULT (a fault fails the whole attempt)", at.name(), a.ID(), a.Outcome(), id)})
+	}
+	return out
+}
+
+// copiesHeld judges what an attempt hands its caller: Attempt.View and
+// Outcome's Served are the caller's copies. The check writes over what it
+// was handed, as a caller may, and reads again: an accessor that hands out
+// the attempt's own state (or keeps the caller's view instead of a copy)
+// shows the caller's writes (B-SUBMIT for the view, B-OUTCOME for the
+// served set).
+func (c *backendCheck) copiesHeld(out []rules.Violation, at Attempt, now time.Duration) []rules.Violation {
+	a := at.Attempt
+	v := a.View()
+	c.keys = c.keys[:0]
+	for i := range v.Rows {
+		c.keys = append(c.keys, v.Rows[i].Key)
+		v.Rows[i].Key += "\x00scribbled"
+	}
+	c.bools = append(c.bools[:0], v.Mask...)
+	for i := range v.Mask {
+		v.Mask[i] = !v.Mask[i]
+	}
+	w := a.View()
+	same := len(w.Rows) == len(c.keys) && len(w.Mask) == len(c.bools)
+	for i := 0; same && i < len(w.Rows); i++ {
+		same = w.Rows[i].Key == c.keys[i]
+	}
+	for i := 0; same && i < len(w.Mask); i++ {
+		same = w.Mask[i] == c.bools[i]
+	}
+	if !same {
+		out = append(out, rules.Violation{Rule: rules.BSubmit, Class: rules.Safety, Row: -1, At: now,
+			Detail: fmt.Sprintf("%s: attempt %d's View changed when its caller wrote over the copy it was handed: the view is shared, not copied", at.name(), a.ID())})
+	}
+	o := a.Outcome()
+	c.bools = append(c.bools[:0], o.Served...)
+	for i := range o.Served {
+		o.Served[i] = !o.Served[i]
+	}
+	p := a.Outcome()
+	same = len(p.Served) == len(c.bools)
+	for i := 0; same && i < len(p.Served); i++ {
+		same = p.Served[i] == c.bools[i]
+	}
+	if !same {
+		out = append(out, rules.Violation{Rule: rules.BOutcome, Class: rules.Safety, Row: -1, At: now,
+			Detail: fmt.Sprintf("%s: attempt %d's served set changed when its caller wrote over the Outcome it was handed: Served is shared, not copied", at.name(), a.ID())})
 	}
 	return out
 }
