@@ -349,6 +349,8 @@ var Bugs = []Bug{
 		Trips: []rules.ID{rules.BOutcome}},
 	{Name: "clonerows_keeps_caller_rows", Breaks: rules.BSubmit, What: "rows are kept, not copied: View hands out the attempt's own rows, and a view with masked-out rows keeps the caller's slice, which the caller reuses",
 		Trips: []rules.ID{rules.BSubmit}},
+	{Name: "cause_unwrap_kind_only", Breaks: rules.BOutcome, What: "a failure reason unwraps to its kind only (ErrSubmit, ErrLookup), not to the driver's error it met: a caller cannot tell back-pressure from an outage",
+		Trips: []rules.ID{rules.BFetch, rules.BPublish}},
 }
 
 // planted is set by the file an [Overlay] adds to this package.

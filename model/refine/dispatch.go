@@ -268,6 +268,9 @@ func (m *Model) submitted(dir drivers.Direction, rows []drivers.Row, dc drivers.
 		m.count.Calls++
 	}
 	b.call, b.phase = c, calling
+	if err != nil && err != errPanicked {
+		a.submitErr = err
+	}
 	switch {
 	case err == nil && dc == nil:
 		err = errors.New("Submit returned no call and no error")

@@ -135,6 +135,7 @@ type attempt struct {
 	present []bool  // storage for the batches' lookup answers, by masked-in row
 
 	failCause cause     // a definite failure the backend has seen (nil: none)
+	submitErr error     // the driver's own error of a failed Submit (not a panic): a Failed reason of ErrSubmit wraps it
 	maybeFail cause     // a failure the backend may have acted on early (nil: none)
 	noRoom    roomCheck // whether B-BOUND refuses it at admission, and why
 	missed    int       // fetch rows not served: absent at lookup, or MISS

@@ -1,6 +1,7 @@
 package refine
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -152,6 +153,9 @@ func (m *Model) committedNow(a *attempt, o backend.Outcome) {
 			m.fail(rule, a, 0, "failed", fmt.Sprintf("it is %v, but no row, lookup or call failed", o))
 		} else {
 			m.reason(rule, a, o, a.why&^(whyCancel|whyShutdown))
+			if a.submitErr != nil && errors.Is(o.Reason, backend.ErrSubmit) && !errors.Is(o.Reason, a.submitErr) {
+				m.fail(rule, a, 0, "reason-cause", fmt.Sprintf("it is %v with a reason (%v) that wraps ErrSubmit but not the Submit's own error (%v): a caller cannot tell back-pressure from the rest", o.State, o.Reason, a.submitErr))
+			}
 		}
 	case backend.Cancelled:
 		if !a.cancelAsk {
