@@ -351,6 +351,11 @@ var Bugs = []Bug{
 		Trips: []rules.ID{rules.BSubmit}},
 	{Name: "cause_unwrap_kind_only", Breaks: rules.BOutcome, What: "a failure reason unwraps to its kind only (ErrSubmit, ErrLookup), not to the driver's error it met: a caller cannot tell back-pressure from an outage",
 		Trips: []rules.ID{rules.BFetch, rules.BPublish}},
+	// Reached once the liar made access step back (lie-access-flickers) and Cancel panic (lie-cancel-panics):
+	{Name: "illegal_access_accepted", Breaks: rules.BAccess, What: "a call's access is taken as the driver reads it, even a step back the contract forbids (UNPROVABLE → PENDING): the slot and the unprovable gauge follow the lie",
+		Trips: []rules.ID{rules.BBound, rules.BAccess, rules.BModel}},
+	{Name: "cancel_flag_after_call", Breaks: rules.BCancel, What: "a call is marked cancelled only after its Cancel returns, so a Cancel that panics is sent again",
+		Trips: []rules.ID{rules.BCancel}},
 }
 
 // planted is set by the file an [Overlay] adds to this package.

@@ -39,6 +39,8 @@ type Lies struct {
 	UnregisterBusy  float64 // per close: ErrBusy without closing, as a driver other owners share may answer (the binding stays)
 	ResultsLong     float64 // per call: Results answers one status more (FAULT), forever
 	ShutdownPanics  float64 // per Shutdown: the driver shuts down, then its Shutdown panics (its labels lost)
+	AccessFlickers  float64 // per call: once read UNPROVABLE, the next read answers PENDING (a step back the contract forbids), then the truth
+	CancelPanics    float64 // per call: Cancel cancels, then panics
 	_               struct{}
 }
 
@@ -56,6 +58,8 @@ var lieKinds = []struct{ name string }{
 	{"lie-unregister-busy"},
 	{"lie-results-long"},
 	{"lie-shutdown-panics"},
+	{"lie-access-flickers"},
+	{"lie-cancel-panics"},
 }
 
 // rate is the field of lieKinds[kind] (a method, not a func value per
@@ -65,6 +69,7 @@ func (l *Lies) rate(kind int) *float64 {
 		&l.LookupShort, &l.LookupLong, &l.ResultsShort, &l.SubmitEscapes,
 		&l.SubmitPanics, &l.RegisterUnknown, &l.TogetherShort, &l.ShutdownLabels,
 		&l.LookupPanics, &l.UnregisterBusy, &l.ResultsLong, &l.ShutdownPanics,
+		&l.AccessFlickers, &l.CancelPanics,
 	}[kind]
 }
 
@@ -225,6 +230,10 @@ func (l *liar) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error)
 		return shortCall{c}, nil
 	case l.mix.ResultsLong > 0 && l.r.Chance(l.mix.ResultsLong): // no draw without the lie
 		return longCall{c}, nil
+	case l.mix.AccessFlickers > 0 && l.r.Chance(l.mix.AccessFlickers): // no draw without the lie
+		return &flickerCall{Call: c}, nil
+	case l.mix.CancelPanics > 0 && l.r.Chance(l.mix.CancelPanics): // no draw without the lie
+		return panicCancelCall{c}, nil
 	}
 	return c, nil
 }
@@ -279,4 +288,35 @@ type longCall struct{ drivers.Call }
 
 func (c longCall) Results() []drivers.Status {
 	return append(c.Call.Results(), drivers.Fault)
+}
+
+// flickerCall, once its access was read UNPROVABLE, answers the next read
+// PENDING — a step back the contract forbids (D-ACCESS) and the backend
+// must not follow (B-ACCESS: UNPROVABLE holds until ENDED) — then the
+// truth again.
+type flickerCall struct {
+	drivers.Call
+	step uint8 // 0: not read UNPROVABLE yet; 1: the next read flickers; 2: done
+}
+
+func (c *flickerCall) Access() drivers.Access {
+	acc := c.Call.Access()
+	switch {
+	case c.step == 0 && acc == drivers.AccessUnprovable:
+		c.step = 1
+	case c.step == 1:
+		c.step = 2
+		return drivers.AccessPending
+	}
+	return acc
+}
+
+// panicCancelCall's Cancel cancels the call, then panics (a store client
+// that crashes on the way back): the backend recovers, and the call has had
+// its one Cancel (B-CANCEL).
+type panicCancelCall struct{ drivers.Call }
+
+func (c panicCancelCall) Cancel() drivers.CancelResult {
+	c.Call.Cancel()
+	panic("lie: the store client panicked after sending the cancel")
 }
