@@ -356,6 +356,9 @@ var Bugs = []Bug{
 		Trips: []rules.ID{rules.BBound, rules.BAccess, rules.BModel}},
 	{Name: "cancel_flag_after_call", Breaks: rules.BCancel, What: "a call is marked cancelled only after its Cancel returns, so a Cancel that panics is sent again",
 		Trips: []rules.ID{rules.BCancel}},
+	// Reached once the liar's Submit could return no call and no error (lie-submit-no-call):
+	{Name: "nil_call_unchecked", Breaks: rules.BSubmit, What: "a Submit that returns no call and no error is taken as accepted: the backend then reads a call that is not there",
+		Trips: []rules.ID{rules.BSubmit}},
 }
 
 // planted is set by the file an [Overlay] adds to this package.

@@ -41,6 +41,7 @@ type Lies struct {
 	ShutdownPanics  float64 // per Shutdown: the driver shuts down, then its Shutdown panics (its labels lost)
 	AccessFlickers  float64 // per call: once read UNPROVABLE, the next read answers PENDING (a step back the contract forbids), then the truth
 	CancelPanics    float64 // per call: Cancel cancels, then panics
+	SubmitNoCall    float64 // per Submit: the call runs, Submit returns no call and no error
 	_               struct{}
 }
 
@@ -60,6 +61,7 @@ var lieKinds = []struct{ name string }{
 	{"lie-shutdown-panics"},
 	{"lie-access-flickers"},
 	{"lie-cancel-panics"},
+	{"lie-submit-no-call"},
 }
 
 // rate is the field of lieKinds[kind] (a method, not a func value per
@@ -69,7 +71,7 @@ func (l *Lies) rate(kind int) *float64 {
 		&l.LookupShort, &l.LookupLong, &l.ResultsShort, &l.SubmitEscapes,
 		&l.SubmitPanics, &l.RegisterUnknown, &l.TogetherShort, &l.ShutdownLabels,
 		&l.LookupPanics, &l.UnregisterBusy, &l.ResultsLong, &l.ShutdownPanics,
-		&l.AccessFlickers, &l.CancelPanics,
+		&l.AccessFlickers, &l.CancelPanics, &l.SubmitNoCall,
 	}[kind]
 }
 
@@ -234,6 +236,8 @@ func (l *liar) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error)
 		return &flickerCall{Call: c}, nil
 	case l.mix.CancelPanics > 0 && l.r.Chance(l.mix.CancelPanics): // no draw without the lie
 		return panicCancelCall{c}, nil
+	case l.mix.SubmitNoCall > 0 && l.r.Chance(l.mix.SubmitNoCall): // no draw without the lie
+		return nil, nil
 	}
 	return c, nil
 }
