@@ -26,18 +26,26 @@ func newOneAtATime(env drivertest.Env) drivers.Driver {
 }
 
 func (d *oneAtATime) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error) {
-	d.mu.Lock()
-	for _, x := range d.callsLocked() {
-		if d.draining || d.shut {
-			break // refused as Closed, which comes first
-		}
-		if !x.dead {
-			d.mu.Unlock()
-			return nil, fmt.Errorf("one-at-a-time: call %d in flight: %w", x.id, drivers.ErrRejected)
+	return d.pushBack(b, onChange, func(x *xcall) error {
+		return fmt.Errorf("one-at-a-time: call %d in flight: %w", x.id, drivers.ErrRejected)
+	})
+}
+
+// pushBack submits b unless busy refuses it for a call still live (not
+// made inert by Shutdown); a draining or shut driver leaves the refusal to
+// fifo.Submit (Closed comes first).
+func (f *fifo) pushBack(b drivers.RowBatch, onChange func(), busy func(x *xcall) error) (drivers.Call, error) {
+	f.mu.Lock()
+	if !f.draining && !f.shut {
+		for _, x := range f.callsLocked() {
+			if err := busy(x); !x.dead && err != nil {
+				f.mu.Unlock()
+				return nil, err
+			}
 		}
 	}
-	d.mu.Unlock()
-	return d.fifo.Submit(b, onChange)
+	f.mu.Unlock()
+	return f.Submit(b, onChange)
 }
 
 // perKey serializes by key: a Submit naming a key of a call not yet done
@@ -50,20 +58,14 @@ func newPerKey(env drivertest.Env) drivers.Driver {
 }
 
 func (d *perKey) Submit(b drivers.RowBatch, onChange func()) (drivers.Call, error) {
-	d.mu.Lock()
-	for _, x := range d.callsLocked() {
-		if d.draining || d.shut {
-			break // refused as Closed, which comes first
-		}
+	return d.pushBack(b, onChange, func(x *xcall) error {
 		for _, r := range x.rows {
-			if !x.dead && slices.ContainsFunc(b.Rows, func(n drivers.Row) bool { return n.Key == r.Key }) {
-				d.mu.Unlock()
-				return nil, fmt.Errorf("per-key: key %q is in flight in call %d: %w", r.Key, x.id, drivers.ErrRejected)
+			if slices.ContainsFunc(b.Rows, func(n drivers.Row) bool { return n.Key == r.Key }) {
+				return fmt.Errorf("per-key: key %q is in flight in call %d: %w", r.Key, x.id, drivers.ErrRejected)
 			}
 		}
-	}
-	d.mu.Unlock()
-	return d.fifo.Submit(b, onChange)
+		return nil
+	})
 }
 
 // closeRetry's transport fails the first close of every handle
